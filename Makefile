@@ -1,0 +1,46 @@
+# GitOps Reverser. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+GO ?= go
+CONTROLLER_GEN := $(GO) tool controller-gen
+CHART_CRD_DIR := charts/gitops-reverser/crds
+
+.PHONY: help
+help: ## List the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
+
+.PHONY: generate
+generate: ## Generate deepcopy code for the API types
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: ## Generate the CRD manifests into the Helm chart
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=$(CHART_CRD_DIR)
+
+.PHONY: fmt
+fmt: ## gofmt the code
+	gofmt -l -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## go vet
+	$(GO) vet ./...
+
+.PHONY: verify-generated
+verify-generated: generate manifests ## Fail when generated code or manifests are not committed
+	@git diff --exit-code -- api $(CHART_CRD_DIR) || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api $(CHART_CRD_DIR))" || { git status --porcelain -- api $(CHART_CRD_DIR); echo "untracked generated files: commit them"; exit 1; }
+
+.PHONY: test-binaries
+test-binaries: ## Build (once per machine) kube-apiserver, etcd and Gitea for the tests
+	test/tools/build.sh
+
+.PHONY: test
+test: test-binaries vet ## Run every test against the real components
+	$(GO) test ./... -count=1 -timeout 60m
+
+.PHONY: bench
+bench: test-binaries ## Run the benchmarks
+	$(GO) test ./... -run '^$$' -bench . -benchtime 1x -timeout 60m
+
+.PHONY: demo
+demo: ## Run the operator on a local control plane and a local Git remote
+	@echo "make demo arrives with the core pipeline; see README.md"; exit 1

@@ -1,0 +1,155 @@
+package v1alpha3
+
+// Condition types. Ready, Reconciling and Stalled follow kstatus, so GitOps
+// tooling can read every kind the same way; the others explain Ready.
+const (
+	// ConditionReady summarises the object: True when its latest generation is
+	// fully in effect.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while work is in progress (an initial
+	// replay, a pending finalize).
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when progress needs a human: a spec, a
+	// credential or repository content must be fixed.
+	ConditionStalled = "Stalled"
+
+	// ConditionValidated (GitTarget, ClusterProvider) says the spec and its
+	// references are consistent.
+	ConditionValidated = "Validated"
+	// ConditionEncryptionConfigured (GitTarget) says sensitive resources can be
+	// encrypted before they are written.
+	ConditionEncryptionConfigured = "EncryptionConfigured"
+	// ConditionStreamsRunning (GitTarget) says every tracked type is past its
+	// initial replay and routing live events.
+	ConditionStreamsRunning = "StreamsRunning"
+	// ConditionGitPathAccepted (GitTarget) says the Git path is safe for the
+	// operator to materialize into.
+	ConditionGitPathAccepted = "GitPathAccepted"
+	// ConditionClusterProviderReady (GitTarget) projects the referenced
+	// ClusterProvider's readiness.
+	ConditionClusterProviderReady = "ClusterProviderReady"
+	// ConditionSourceClusterReachable (GitTarget, ClusterProvider) says the
+	// source API server currently answers.
+	ConditionSourceClusterReachable = "SourceClusterReachable"
+
+	// ConditionResourcesResolved (WatchRule, ClusterWatchRule) says the rule's
+	// resources resolved against discovery.
+	ConditionResourcesResolved = "ResourcesResolved"
+	// ConditionGitTargetReady (WatchRule, ClusterWatchRule) mirrors the
+	// referenced GitTarget's write readiness.
+	ConditionGitTargetReady = "GitTargetReady"
+
+	// ConditionRepositoryReachable (GitProvider) says the repository answered
+	// with the configured credentials.
+	ConditionRepositoryReachable = "RepositoryReachable"
+	// ConditionSigningKeyReady (GitProvider) says a commit signing key is
+	// available when signing is configured.
+	ConditionSigningKeyReady = "SigningKeyReady"
+
+	// ConditionAuthorAttributed (CommitRequest) says the admission webhook
+	// named the submitter.
+	ConditionAuthorAttributed = "AuthorAttributed"
+	// ConditionPushed (CommitRequest) says the commit reached the remote.
+	ConditionPushed = "Pushed"
+)
+
+// Condition reasons shared by several kinds.
+const (
+	// ReasonSucceeded: the condition holds.
+	ReasonSucceeded = "Succeeded"
+	// ReasonProgressing: work is under way and expected to finish on its own.
+	ReasonProgressing = "Progressing"
+	// ReasonInvalidSpec: the spec is inconsistent in a way the schema cannot
+	// express; the message names the field.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonSecretNotFound: a referenced Secret, or a key in it, is missing.
+	ReasonSecretNotFound = "SecretNotFound"
+)
+
+// GitTarget reasons.
+const (
+	// ReasonGitProviderNotFound: spec.providerRef names no GitProvider.
+	ReasonGitProviderNotFound = "GitProviderNotFound"
+	// ReasonGitProviderNotReady: the GitProvider exists but is not Ready.
+	ReasonGitProviderNotReady = "GitProviderNotReady"
+	// ReasonClusterProviderNotFound: spec.clusterProviderRef names no
+	// ClusterProvider.
+	ReasonClusterProviderNotFound = "ClusterProviderNotFound"
+	// ReasonClusterProviderNotReady: the ClusterProvider exists but is not
+	// Ready.
+	ReasonClusterProviderNotReady = "ClusterProviderNotReady"
+	// ReasonNamespaceNotAllowed: the ClusterProvider's allowedNamespaces does
+	// not admit the GitTarget's namespace.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonBranchNotAllowed: spec.branch matches none of the GitProvider's
+	// allowedBranches.
+	ReasonBranchNotAllowed = "BranchNotAllowed"
+	// ReasonPathOverlap: another GitTarget on the same provider and branch
+	// owns a path that contains or is contained by this one.
+	ReasonPathOverlap = "PathOverlap"
+	// ReasonUnsupportedContent: the Git path holds content the operator cannot
+	// manage safely; nothing is written until a human cleans it.
+	ReasonUnsupportedContent = "UnsupportedContent"
+	// ReasonSourceUnreachable: the source API server does not answer.
+	ReasonSourceUnreachable = "SourceUnreachable"
+	// ReasonInitialReplay: watches are replaying current state.
+	ReasonInitialReplay = "InitialReplay"
+	// ReasonEncryptionRequired: a rule claims a sensitive type and the target
+	// has no encryption configured; those objects are not written.
+	ReasonEncryptionRequired = "EncryptionRequired"
+	// ReasonEncryptionNotConfigured: spec.encryption is absent.
+	ReasonEncryptionNotConfigured = "EncryptionNotConfigured"
+	// ReasonEncryptionKeyMissing: the age key Secret is missing or holds no
+	// usable key.
+	ReasonEncryptionKeyMissing = "EncryptionKeyMissing"
+)
+
+// Rule reasons (WatchRule, ClusterWatchRule).
+const (
+	// ReasonGitTargetNotFound: spec.targetRef names no GitTarget.
+	ReasonGitTargetNotFound = "GitTargetNotFound"
+	// ReasonGitTargetNotReady: the GitTarget exists but is not Ready.
+	ReasonGitTargetNotReady = "GitTargetNotReady"
+	// ReasonResourcesUnresolved: a rule names resources discovery does not
+	// serve; nothing is watched for them (fail closed).
+	ReasonResourcesUnresolved = "ResourcesUnresolved"
+	// ReasonSourceNamespaceNotAuthorized: a rule's sourceNamespace is not
+	// admitted by the GitTarget's allowedSourceNamespaces.
+	ReasonSourceNamespaceNotAuthorized = "SourceNamespaceNotAuthorized"
+)
+
+// GitProvider reasons.
+const (
+	// ReasonRepositoryUnreachable: the repository did not answer.
+	ReasonRepositoryUnreachable = "RepositoryUnreachable"
+	// ReasonUnauthorized: the forge refused the credentials.
+	ReasonUnauthorized = "Unauthorized"
+	// ReasonForbidden: the credentials lack permission on the repository.
+	ReasonForbidden = "Forbidden"
+	// ReasonRateLimited: the forge asked the operator to wait.
+	ReasonRateLimited = "RateLimited"
+	// ReasonSigningKeyMissing: signing is configured but no key exists and
+	// generateWhenMissing is false.
+	ReasonSigningKeyMissing = "SigningKeyMissing"
+)
+
+// CommitRequest reasons, carried on Ready.
+const (
+	// ReasonCommitted: the window was committed and pushed.
+	ReasonCommitted = "Committed"
+	// ReasonNoWindowInGrace: no open window existed within the close delay;
+	// nothing to commit (a correct outcome, not an error).
+	ReasonNoWindowInGrace = "NoWindowInGrace"
+	// ReasonWindowMismatch: the open window belongs to another author or
+	// GitTarget, so this request does not close it.
+	ReasonWindowMismatch = "WindowMismatch"
+	// ReasonAlreadyPresent: the changes were already in Git.
+	ReasonAlreadyPresent = "AlreadyPresent"
+	// ReasonFinalizeFailed: the commit or push failed; the message says why.
+	ReasonFinalizeFailed = "FinalizeFailed"
+	// ReasonAdmissionRecordFound: the admission webhook named the submitter.
+	ReasonAdmissionRecordFound = "AdmissionRecordFound"
+	// ReasonAdmissionRecordMissing: no admission record; the request claims
+	// no actor.
+	ReasonAdmissionRecordMissing = "AdmissionRecordMissing"
+)

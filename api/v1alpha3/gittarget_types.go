@@ -1,0 +1,206 @@
+package v1alpha3
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// GitTargetSpec joins one source cluster to one Git destination:
+// (clusterProvider, provider, branch, path). The destination and the source
+// are immutable, so a target never silently orphans what it wrote.
+type GitTargetSpec struct {
+	// ProviderRef names the GitProvider, in this namespace, to write through.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="providerRef is immutable"
+	ProviderRef GitProviderReference `json:"providerRef"`
+
+	// ClusterProviderRef names the cluster-scoped ClusterProvider to read
+	// from.
+	// +optional
+	// +kubebuilder:default={name: "default"}
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterProviderRef is immutable"
+	ClusterProviderRef ClusterProviderReference `json:"clusterProviderRef,omitempty"`
+
+	// Branch to write; it must match the GitProvider's allowedBranches.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9._/-]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.contains('//') && !self.endsWith('/') && !self.endsWith('.') && !self.endsWith('.lock')",message="branch must be a valid Git branch name (no '..', '//', or trailing '/', '.', '.lock')"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="branch is immutable"
+	Branch string `json:"branch"`
+
+	// Path of the subtree this target owns, relative to the repository root.
+	// "." is the root and must be chosen explicitly. Segments may not start
+	// with '.', so a path can never reach .git or escape the repository.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^(\.|[A-Za-z0-9_@+-][A-Za-z0-9._@+-]*(/[A-Za-z0-9_@+-][A-Za-z0-9._@+-]*)*)$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="path is immutable"
+	Path string `json:"path"`
+
+	// AllowedSourceNamespaces bounds which source namespaces rules may mirror
+	// into this target. Omitted, only the target's own namespace is admitted.
+	// +optional
+	AllowedSourceNamespaces *NamespacePolicy `json:"allowedSourceNamespaces,omitempty"`
+
+	// Encryption configures SOPS/age encryption of sensitive resources.
+	// Without it, sensitive resources are never written.
+	// +optional
+	Encryption *EncryptionSpec `json:"encryption,omitempty"`
+
+	// Placement declares where new files go, when the canonical layout
+	// {path}/{namespace}/{group}/{resource}/{name}.yaml is not wanted.
+	// +optional
+	Placement *PlacementSpec `json:"placement,omitempty"`
+}
+
+// GitProviderReference names a GitProvider in the referrer's namespace.
+type GitProviderReference struct {
+	// Group of the referent; only configbutler.ai.
+	// +optional
+	// +kubebuilder:default=configbutler.ai
+	// +kubebuilder:validation:Enum=configbutler.ai
+	Group string `json:"group,omitempty"`
+
+	// Kind of the referent; only GitProvider.
+	// +optional
+	// +kubebuilder:default=GitProvider
+	// +kubebuilder:validation:Enum=GitProvider
+	Kind string `json:"kind,omitempty"`
+
+	// Name of the GitProvider.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+}
+
+// ClusterProviderReference names a ClusterProvider.
+type ClusterProviderReference struct {
+	// Name of the ClusterProvider.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+}
+
+// EncryptionSpec configures encryption of sensitive resources.
+type EncryptionSpec struct {
+	// Provider of encryption; SOPS is the only one.
+	// +optional
+	// +kubebuilder:default=sops
+	// +kubebuilder:validation:Enum=sops
+	Provider string `json:"provider,omitempty"`
+
+	// Age sets the age recipients SOPS encrypts to.
+	Age AgeEncryption `json:"age"`
+}
+
+// AgeEncryption names age recipients directly or through a Secret holding
+// age identities.
+// +kubebuilder:validation:XValidation:rule="(has(self.recipients) && size(self.recipients) > 0) || has(self.secretRef)",message="set recipients, secretRef, or both"
+// +kubebuilder:validation:XValidation:rule="!has(self.generateWhenMissing) || !self.generateWhenMissing || has(self.secretRef)",message="generateWhenMissing needs secretRef to store the key in",fieldPath=".generateWhenMissing"
+type AgeEncryption struct {
+	// Recipients are age public keys (age1...).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^age1[02-9ac-hj-np-z]{58}$`
+	Recipients []string `json:"recipients,omitempty"`
+
+	// SecretRef names a Secret in this namespace whose *.agekey values are age
+	// identities; their recipients are added.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// GenerateWhenMissing generates an age identity into the Secret when it
+	// holds none.
+	// +optional
+	GenerateWhenMissing bool `json:"generateWhenMissing,omitempty"`
+}
+
+// PlacementSpec declares path templates for new files. Templates use
+// {namespace}, {group}, {version}, {resource}, {kind} and {name}, and are
+// relative to spec.path.
+type PlacementSpec struct {
+	// ByType maps an exact [group/]version/resource to a template.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=128
+	ByType map[string]PathTemplate `json:"byType,omitempty"`
+
+	// Default template for types ByType does not name.
+	// +optional
+	Default PathTemplate `json:"default,omitempty"`
+}
+
+// PathTemplate is a relative file path with brace variables, ending in .yaml.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=512
+// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_{@+-][A-Za-z0-9._{}@+-]*(/[A-Za-z0-9_{@+-][A-Za-z0-9._{}@+-]*)*\.ya?ml$`
+type PathTemplate string
+
+// GitTargetStatus reports the target's health, streams and last commit.
+type GitTargetStatus struct {
+	CommonStatus `json:",inline"`
+
+	// Streams counts the target's source watches.
+	// +optional
+	Streams *StreamsSummary `json:"streams,omitempty"`
+
+	// LastCommit is the last commit the operator made for this target.
+	// +optional
+	LastCommit *CommitReference `json:"lastCommit,omitempty"`
+}
+
+// StreamsSummary is a bounded count of a target's watches, not a per-type
+// list.
+type StreamsSummary struct {
+	// Total watches the target claims.
+	Total int32 `json:"total"`
+	// Running watches past their initial replay.
+	Running int32 `json:"running"`
+	// Replaying watches still in their initial replay.
+	Replaying int32 `json:"replaying"`
+	// Failing watches that are reconnecting.
+	Failing int32 `json:"failing"`
+}
+
+// CommitReference identifies a commit on the remote.
+type CommitReference struct {
+	// SHA of the commit.
+	SHA string `json:"sha"`
+	// URL of the commit in the forge's web UI, when it has one.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// Time the commit was pushed.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+}
+
+// GitTarget is one materialization of source-cluster objects into a Git
+// branch and path.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gt,categories=gitops
+// +kubebuilder:printcolumn:name="Branch",type=string,JSONPath=`.spec.branch`
+// +kubebuilder:printcolumn:name="Path",type=string,JSONPath=`.spec.path`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GitTarget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GitTargetSpec   `json:"spec"`
+	Status GitTargetStatus `json:"status,omitempty"`
+}
+
+// GitTargetList is a list of GitTargets.
+//
+// +kubebuilder:object:root=true
+type GitTargetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GitTarget `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&GitTarget{}, &GitTargetList{})
+}

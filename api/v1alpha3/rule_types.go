@@ -1,0 +1,86 @@
+package v1alpha3
+
+// OperationType is an API operation a rule follows.
+// +kubebuilder:validation:Enum=CREATE;UPDATE;DELETE;*
+type OperationType string
+
+const (
+	OperationCreate OperationType = "CREATE"
+	OperationUpdate OperationType = "UPDATE"
+	OperationDelete OperationType = "DELETE"
+	OperationAll    OperationType = "*"
+)
+
+// ResourceSelector is the part of a rule that names API resources, shared by
+// WatchRule and ClusterWatchRule.
+type ResourceSelector struct {
+	// Operations followed; omitted means all.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	Operations []OperationType `json:"operations,omitempty"`
+
+	// APIGroups of the resources: "" is the core group, "*" every group.
+	// Omitted, the named resources are resolved across served groups.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`
+	APIGroups []string `json:"apiGroups,omitempty"`
+
+	// APIVersions of the resources; omitted means the preferred served
+	// version.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(\*|v[0-9]+((alpha|beta)[0-9]+)?)$`
+	APIVersions []string `json:"apiVersions,omitempty"`
+
+	// Resources are plural resource names, or "*". Subresources (a "/") are
+	// refused: mirroring works on top-level objects.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:XValidation:rule="!self.contains('/')",message="subresources are not allowed in resources; name the top-level resource"
+	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/.*)?)$`
+	Resources []string `json:"resources"`
+}
+
+// TargetReference names a GitTarget in the referrer's namespace.
+type TargetReference struct {
+	// Name of the GitTarget.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+}
+
+// NamespacedTargetReference names a GitTarget in a given namespace.
+type NamespacedTargetReference struct {
+	// Name of the GitTarget.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Namespace of the GitTarget.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+}
+
+// RuleStatus is the status of WatchRule and ClusterWatchRule.
+type RuleStatus struct {
+	CommonStatus `json:",inline"`
+
+	// ResolvedTypes counts the (group, version, resource) types the rule
+	// resolved to.
+	// +optional
+	ResolvedTypes int32 `json:"resolvedTypes,omitempty"`
+}

@@ -1,0 +1,186 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	configv1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+)
+
+// KubeOptions configures the control plane. The zero value starts etcd and
+// kube-apiserver with RBAC and installs the operator's CRDs.
+type KubeOptions struct {
+	// CRDDirs are installed after start; nil means the generated CRDs of this
+	// repository (charts/gitops-reverser/crds).
+	CRDDirs []string
+	// SkipCRDs starts an empty API server.
+	SkipCRDs bool
+	// AuditPolicyFile and AuditWebhookConfigFile (kubeconfig format) turn on
+	// the audit webhook backend in batch mode.
+	AuditPolicyFile        string
+	AuditWebhookConfigFile string
+	// AuditBatchMaxWait is the audit batch delay (default 500ms).
+	AuditBatchMaxWait time.Duration
+	// ExtraFlags are further kube-apiserver flags (name without "--").
+	ExtraFlags map[string][]string
+}
+
+// Kube is a running etcd + kube-apiserver on loopback.
+type Kube struct {
+	env    *envtest.Environment
+	config *rest.Config
+	scheme *runtime.Scheme
+	client client.Client
+}
+
+// StartKube builds (once per machine) and starts etcd and kube-apiserver on
+// free loopback ports, with an admin identity (system:masters) and the
+// operator's CRDs installed and Established.
+func StartKube(opts KubeOptions) (*Kube, error) {
+	apiserverPath, err := BinaryPath("kube-apiserver", KubeAPIServerVersion)
+	if err != nil {
+		return nil, err
+	}
+	etcdPath, err := BinaryPath("etcd", EtcdVersion)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		Scheme:                   scheme,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 60 * time.Second,
+		ControlPlaneStopTimeout:  30 * time.Second,
+		AttachControlPlaneOutput: os.Getenv("HARNESS_KUBE_OUTPUT") != "",
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath}
+	apiServer := env.ControlPlane.GetAPIServer()
+	apiServer.Path = apiserverPath
+	configureAPIServerFlags(apiServer.Configure(), opts)
+	if !opts.SkipCRDs {
+		env.CRDDirectoryPaths = opts.CRDDirs
+		if env.CRDDirectoryPaths == nil {
+			env.CRDDirectoryPaths = []string{CRDDir()}
+		}
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting etcd + kube-apiserver: %w", err)
+	}
+	k := &Kube{env: env, config: cfg, scheme: scheme}
+	if k.client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		k.Stop()
+		return nil, fmt.Errorf("creating the admin client: %w", err)
+	}
+	return k, nil
+}
+
+func configureAPIServerFlags(args *envtest.Arguments, opts KubeOptions) {
+	// On loopback the API server cannot advertise a public address, and
+	// without kube-controller-manager nobody maintains the endpoints anyway.
+	args.Set("advertise-address", "127.0.0.1")
+	args.Set("endpoint-reconciler-type", "none")
+	if opts.AuditWebhookConfigFile != "" {
+		wait := opts.AuditBatchMaxWait
+		if wait == 0 {
+			wait = 500 * time.Millisecond
+		}
+		args.Set("audit-policy-file", opts.AuditPolicyFile)
+		args.Set("audit-webhook-config-file", opts.AuditWebhookConfigFile)
+		args.Set("audit-webhook-mode", "batch")
+		args.Set("audit-webhook-batch-max-wait", wait.String())
+	}
+	for name, values := range opts.ExtraFlags {
+		args.Set(name, values...)
+	}
+}
+
+// CRDDir is the directory of the generated CRD manifests.
+func CRDDir() string {
+	return filepath.Join(RepoRoot(), "charts", "gitops-reverser", "crds")
+}
+
+// NewScheme returns a scheme with the Kubernetes built-in types, CRDs and the
+// operator's API.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, configv1alpha3.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	return scheme, nil
+}
+
+// Config is the admin (system:masters) REST config.
+func (k *Kube) Config() *rest.Config { return rest.CopyConfig(k.config) }
+
+// Client is an admin client.
+func (k *Kube) Client() client.Client { return k.client }
+
+// Scheme is the scheme Client uses.
+func (k *Kube) Scheme() *runtime.Scheme { return k.scheme }
+
+// Kubeconfig returns a kubeconfig file's bytes for the admin identity, for
+// processes started outside the test (the operator, kubectl).
+func (k *Kube) Kubeconfig() ([]byte, error) {
+	user, err := k.env.AddUser(envtest.User{Name: "harness-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding the kubeconfig admin user: %w", err)
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("rendering the admin kubeconfig: %w", err)
+	}
+	return b, nil
+}
+
+// ConfigAs returns a REST config that acts as user with groups, by
+// impersonation from the admin identity, so RBAC applies as it would to that
+// user.
+func (k *Kube) ConfigAs(user string, groups ...string) *rest.Config {
+	cfg := k.Config()
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{"system:authenticated"}, groups...)}
+	return cfg
+}
+
+// ConfigAsServiceAccount returns a REST config acting as the service account
+// namespace/name, with the groups the API server gives service accounts.
+func (k *Kube) ConfigAsServiceAccount(namespace, name string) *rest.Config {
+	return k.ConfigAs("system:serviceaccount:"+namespace+":"+name,
+		"system:serviceaccounts", "system:serviceaccounts:"+namespace)
+}
+
+// ClientAs is a client acting as user with groups (see ConfigAs).
+func (k *Kube) ClientAs(user string, groups ...string) (client.Client, error) {
+	c, err := client.New(k.ConfigAs(user, groups...), client.Options{Scheme: k.scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client as %s: %w", user, err)
+	}
+	return c, nil
+}
+
+// InstalledCRDs are the CRDs installed at start.
+func (k *Kube) InstalledCRDs() []*apiextensionsv1.CustomResourceDefinition { return k.env.CRDs }
+
+// Stop stops kube-apiserver and etcd and removes their data.
+func (k *Kube) Stop() {
+	if k == nil || k.env == nil {
+		return
+	}
+	_ = k.env.Stop()
+}
