@@ -1,0 +1,8 @@
+// Package forges is the write side of the operator: small interfaces over a
+// Git host, one implementation package per forge (gogit, gitea, github,
+// gitlab), and one error vocabulary every forge maps its failures onto.
+//
+// A branch worker commits through the forge's own API with a compare-and-swap
+// on the branch head, so a change another writer made to the branch is never
+// overwritten. Nothing here imports Kubernetes.
+package forges

@@ -1,0 +1,103 @@
+package forges
+
+import (
+	"context"
+	"time"
+)
+
+// FileMode is the Git mode of a tree entry.
+type FileMode uint32
+
+const (
+	// ModeRegular is a regular, non-executable file.
+	ModeRegular FileMode = 0o100644
+	// ModeExecutable is an executable file.
+	ModeExecutable FileMode = 0o100755
+	// ModeSymlink is a symbolic link.
+	ModeSymlink FileMode = 0o120000
+)
+
+// TreeEntry is one file in a commit's tree.
+type TreeEntry struct {
+	// Path relative to the repository root, with forward slashes.
+	Path string
+	// BlobID is the Git object id of the content.
+	BlobID string
+	Mode   FileMode
+}
+
+// Reader reads a repository without cloning it.
+type Reader interface {
+	// Head returns the commit the branch points at. A missing branch is
+	// ErrNotFound; an empty repository is ErrEmptyRepository.
+	Head(ctx context.Context, branch string) (string, error)
+	// Tree lists the files of commit below prefix ("" or "." for all).
+	Tree(ctx context.Context, commit, prefix string) ([]TreeEntry, error)
+	// Blob returns the content of a blob. Blobs are content-addressed, so
+	// callers may cache the result forever.
+	Blob(ctx context.Context, id string) ([]byte, error)
+}
+
+// Signature is a Git identity with a time.
+type Signature struct {
+	Name  string
+	Email string
+	When  time.Time
+}
+
+// FileChange puts content at a path or deletes the path.
+type FileChange struct {
+	Path    string
+	Content []byte
+	Delete  bool
+}
+
+// Signer signs a commit payload (the commit object without its signature),
+// returning an armored signature.
+type Signer interface {
+	Sign(payload []byte) ([]byte, error)
+}
+
+// CommitRequest is one commit on top of an expected head.
+type CommitRequest struct {
+	Branch string
+	// ExpectedHead is the commit the branch must still point at. Empty means
+	// the branch must not exist yet (a new branch, or an empty repository).
+	ExpectedHead string
+	// BaseHead, when ExpectedHead is empty, is the commit a new branch starts
+	// from; empty starts an orphan history.
+	BaseHead  string
+	Message   string
+	Author    Signature
+	Committer Signature
+	Changes   []FileChange
+	// Signer, when set, signs the commit.
+	Signer Signer
+}
+
+// CommitResult is a commit that the branch now points at.
+type CommitResult struct {
+	// Commit is the id of the new commit.
+	Commit string
+	// Blobs maps each put path to its blob id, so the caller knows the new
+	// tree without asking.
+	Blobs map[string]string
+}
+
+// Writer commits changes with compare-and-swap on the branch head.
+type Writer interface {
+	// Commit applies req.Changes in one commit whose parent is
+	// req.ExpectedHead and moves the branch to it only if the branch still
+	// points at req.ExpectedHead. When it does not, the error is ErrConflict
+	// and nothing on the branch changed.
+	Commit(ctx context.Context, req CommitRequest) (CommitResult, error)
+}
+
+// Forge is a repository the operator reads and writes.
+type Forge interface {
+	Reader
+	Writer
+	// CommitURL is the web URL of a commit, or "" when the forge has no web
+	// UI.
+	CommitURL(commit string) string
+}
