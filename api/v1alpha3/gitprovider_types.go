@@ -122,8 +122,8 @@ type PushSpec struct {
 	// +optional
 	// +kubebuilder:default="5s"
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('1h')",message="commitWindow must be at most 1h"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') && duration(self) <= duration('1h')",message="commitWindow must be a duration such as 500ms, 5s or 1m, at most 1h"
 	CommitWindow *metav1.Duration `json:"commitWindow,omitempty"`
 }
 

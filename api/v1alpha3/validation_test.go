@@ -118,11 +118,12 @@ func TestInvalidObjectsAreRefusedNamingTheField(t *testing.T) {
 	ensureNamespace(t, testNamespace)
 	kinds := map[string]bool{}
 	for i, tc := range invalidObjects {
+		kinds[parseObject(t, tc.yaml, "").GetKind()] = true
 		t.Run(tc.name, func(t *testing.T) {
 			obj := parseObject(t, tc.yaml, "invalid-"+strconv.Itoa(i))
-			kinds[obj.GetKind()] = true
 			err := kube.Client().Create(ctx, obj)
 			require.Error(t, err, "the API server accepted an invalid %s", obj.GetKind())
+			t.Log(err)
 			require.True(t, apierrors.IsInvalid(err), "want 422 Invalid, got %v", err)
 			require.Contains(t, err.Error(), tc.field, "the refusal must name %s", tc.field)
 			require.Contains(t, causeFields(err), tc.field)
