@@ -1,0 +1,141 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+)
+
+// errHandler marks a handler failure, which ends the stream.
+var errHandler = errors.New("handler failed")
+
+// replayState collects the keys a replay reported, for the Synced event.
+type replayState struct {
+	present []ObjectKey
+}
+
+// consume reads one watch until it closes. While replay is non-nil, ADDED
+// events are marked, and the initial-events-end bookmark reports Synced.
+// It returns the last resourceVersion seen; errReplay when the replay must
+// start over.
+func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVersion string, replay *replayState) (string, error) {
+	defer w.Stop()
+	for {
+		var ev apiwatch.Event
+		var open bool
+		select {
+		case <-ctx.Done():
+			return resourceVersion, nil
+		case ev, open = <-w.ResultChan():
+		}
+		if !open {
+			if replay != nil {
+				return "", errReplay // closed before the replay finished
+			}
+			return resourceVersion, nil
+		}
+		s.Observer.Event(s.Scope, ev.Type)
+		if ev.Type == apiwatch.Error {
+			return s.watchError(resourceVersion, ev.Object)
+		}
+		obj, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			return resourceVersion, fmt.Errorf("watch on %s sent %T, not an object", s.Scope, ev.Object)
+		}
+		resourceVersion = obj.GetResourceVersion()
+		var err error
+		if replay, err = s.dispatch(ctx, ev.Type, obj, replay); err != nil {
+			return resourceVersion, err
+		}
+	}
+}
+
+// dispatch hands one event to the handler and returns the replay state
+// after it (nil once the replay has ended).
+func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unstructured.Unstructured, replay *replayState) (*replayState, error) {
+	now := s.Clock.Now()
+	switch typ {
+	case apiwatch.Bookmark:
+		if replay == nil || obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+			return replay, nil
+		}
+		return nil, s.synced(ctx, replay)
+	case apiwatch.Added, apiwatch.Modified:
+		if replay != nil && typ == apiwatch.Added {
+			replay.present = append(replay.present, ObjectKey{obj.GetNamespace(), obj.GetName()})
+		}
+		return replay, s.handle(ctx, Event{Kind: Upsert, Scope: s.Scope, Object: obj, Replay: replay != nil, Received: now})
+	case apiwatch.Deleted:
+		return replay, s.handle(ctx, Event{Kind: Delete, Scope: s.Scope, Object: obj, Received: now})
+	}
+	return replay, nil
+}
+
+func (s *Stream) synced(ctx context.Context, replay *replayState) error {
+	err := s.handle(ctx, Event{Kind: Synced, Scope: s.Scope, Present: replay.present, Received: s.Clock.Now()})
+	if err == nil {
+		s.phase.Store(int32(PhaseRunning))
+	}
+	return err
+}
+
+func (s *Stream) handle(ctx context.Context, ev Event) error {
+	if err := s.Handler(ctx, ev); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %s: %w", errHandler, s.Scope, err)
+	}
+	return nil
+}
+
+// watchError turns an ERROR event into what the loop does next: 410 Gone
+// means the resourceVersion is compacted away, so only a fresh replay can
+// restore a complete picture.
+func (s *Stream) watchError(resourceVersion string, obj any) (string, error) {
+	status, ok := obj.(*metav1.Status)
+	if !ok {
+		return resourceVersion, fmt.Errorf("watch on %s sent an error event with %T", s.Scope, obj)
+	}
+	err := apierrors.FromObject(status)
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		s.Observer.Gone(s.Scope)
+		return "", errReplay
+	}
+	return resourceVersion, fmt.Errorf("watch on %s: %w", s.Scope, err)
+}
+
+// listThenFollow is the compatibility path for API servers without streaming
+// lists: a paged LIST is the replay, then a watch from the list's
+// resourceVersion carries on without a gap.
+func (s *Stream) listThenFollow(ctx context.Context) (string, error) {
+	replay := &replayState{}
+	opts := metav1.ListOptions{Limit: 500}
+	var listRV string
+	for {
+		list, err := s.resource().List(ctx, opts)
+		if err != nil {
+			return "", fmt.Errorf("listing %s: %w", s.Scope, err)
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			replay.present = append(replay.present, ObjectKey{obj.GetNamespace(), obj.GetName()})
+			if err := s.handle(ctx, Event{Kind: Upsert, Scope: s.Scope, Object: obj, Replay: true, Received: s.Clock.Now()}); err != nil {
+				return "", err
+			}
+		}
+		listRV = list.GetResourceVersion()
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	if err := s.synced(ctx, replay); err != nil {
+		return "", err
+	}
+	return s.follow(ctx, listRV, nil)
+}

@@ -1,0 +1,212 @@
+// Package watch follows Kubernetes objects by watch alone: one Stream per
+// (GitTarget, GVR, scope), opened with sendInitialEvents so every (re)connect
+// replays current state and ends with the initial-events-end bookmark, where
+// the consumer runs its mark-and-sweep.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
+)
+
+// Scope is what one stream follows: a resource in one namespace, or
+// cluster-wide when Namespace is empty.
+type Scope struct {
+	GVR       schema.GroupVersionResource
+	Namespace string
+}
+
+func (s Scope) String() string {
+	res := s.GVR.Resource
+	if s.GVR.Group != "" {
+		res += "." + s.GVR.Group
+	}
+	if s.Namespace == "" {
+		return res + " (cluster)"
+	}
+	return res + " in " + s.Namespace
+}
+
+// EventKind says what happened.
+type EventKind int
+
+const (
+	// Upsert: the object exists with this content (ADDED or MODIFIED).
+	Upsert EventKind = iota
+	// Delete: the object is gone.
+	Delete
+	// Synced: a replay ended; Present lists every object it reported, and
+	// anything else of this scope that Git still holds no longer exists.
+	Synced
+)
+
+// ObjectKey names an object within a scope.
+type ObjectKey struct{ Namespace, Name string }
+
+// Event is one thing a stream reports to its handler.
+type Event struct {
+	Kind   EventKind
+	Scope  Scope
+	Object *unstructured.Unstructured
+	// Replay is true for objects reported by an initial replay.
+	Replay bool
+	// Present is set on Synced.
+	Present []ObjectKey
+	// Received is when the stream read the event.
+	Received time.Time
+}
+
+// Handler consumes a stream's events in order. It may block (back-pressure
+// reaches the watch, nothing is dropped); an error stops the stream.
+type Handler func(ctx context.Context, ev Event) error
+
+// Phase is where a stream is in its life.
+type Phase int32
+
+const (
+	PhaseStarting Phase = iota
+	PhaseReplaying
+	PhaseRunning
+	PhaseFailing
+)
+
+// Stream follows one Scope on one source cluster.
+type Stream struct {
+	Client   dynamic.Interface
+	Scope    Scope
+	Handler  Handler
+	Observer Observer
+	Clock    clock.Clock
+	Log      logr.Logger
+	// MinBackoff and MaxBackoff bound the wait between failed connects.
+	MinBackoff, MaxBackoff time.Duration
+
+	phase atomic.Int32
+}
+
+// errReplay asks the loop for a fresh replay (410 Gone, or a watch closed
+// before its replay finished).
+var errReplay = errors.New("replay needed")
+
+// Phase reports the stream's phase; safe from any goroutine.
+func (s *Stream) Phase() Phase { return Phase(s.phase.Load()) }
+
+// Run follows the scope until ctx ends or the handler fails. A closed watch
+// resumes from the last resourceVersion; 410 Gone and unfinished replays
+// start a fresh replay; connect failures back off.
+func (s *Stream) Run(ctx context.Context) error {
+	s.defaults()
+	backoff := s.MinBackoff
+	resourceVersion := ""
+	for ctx.Err() == nil {
+		var err error
+		if resourceVersion == "" {
+			s.phase.Store(int32(PhaseReplaying))
+			s.Observer.Replay(s.Scope)
+			resourceVersion, err = s.replay(ctx)
+		} else {
+			s.Observer.Reconnect(s.Scope)
+			resourceVersion, err = s.follow(ctx, resourceVersion, nil)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, errHandler):
+			return err
+		case errors.Is(err, errReplay):
+			resourceVersion = ""
+			backoff = s.MinBackoff
+		case err != nil:
+			s.phase.Store(int32(PhaseFailing))
+			s.Log.Info("watch failed; retrying", "scope", s.Scope.String(), "in", backoff.String(), "error", err.Error())
+			if !s.sleep(ctx, backoff) {
+				return nil
+			}
+			backoff = min(2*backoff, s.MaxBackoff)
+		default:
+			backoff = s.MinBackoff
+		}
+	}
+	return nil
+}
+
+func (s *Stream) defaults() {
+	if s.Clock == nil {
+		s.Clock = clock.RealClock{}
+	}
+	if s.Observer == nil {
+		s.Observer = NopObserver{}
+	}
+	if s.MinBackoff == 0 {
+		s.MinBackoff = 500 * time.Millisecond
+	}
+	if s.MaxBackoff == 0 {
+		s.MaxBackoff = 30 * time.Second
+	}
+}
+
+func (s *Stream) resource() dynamic.ResourceInterface {
+	if s.Scope.Namespace == "" {
+		return s.Client.Resource(s.Scope.GVR)
+	}
+	return s.Client.Resource(s.Scope.GVR).Namespace(s.Scope.Namespace)
+}
+
+// replay opens a watch with sendInitialEvents and follows it; where the API
+// server refuses the streaming list it falls back to LIST then WATCH.
+func (s *Stream) replay(ctx context.Context) (string, error) {
+	sendInitial := true
+	w, err := s.resource().Watch(ctx, metav1.ListOptions{
+		SendInitialEvents:    &sendInitial,
+		AllowWatchBookmarks:  true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+	})
+	if err != nil {
+		if refusesStreamingList(err) {
+			s.Log.Info("API server refuses sendInitialEvents; using LIST then WATCH", "scope", s.Scope.String(), "error", err.Error())
+			return s.listThenFollow(ctx)
+		}
+		return "", fmt.Errorf("opening a replaying watch on %s: %w", s.Scope, err)
+	}
+	return s.consume(ctx, w, "", &replayState{})
+}
+
+// follow resumes a watch from resourceVersion; replay, when set, is still
+// collecting (the LIST fallback reports its own Synced).
+func (s *Stream) follow(ctx context.Context, resourceVersion string, replay *replayState) (string, error) {
+	w, err := s.resource().Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			s.Observer.Gone(s.Scope)
+			return "", errReplay
+		}
+		return resourceVersion, fmt.Errorf("resuming the watch on %s from %s: %w", s.Scope, resourceVersion, err)
+	}
+	return s.consume(ctx, w, resourceVersion, replay)
+}
+
+func refusesStreamingList(err error) bool {
+	return apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err)
+}
+
+func (s *Stream) sleep(ctx context.Context, d time.Duration) bool {
+	t := s.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
