@@ -1,0 +1,129 @@
+package branch
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"text/template"
+)
+
+// Default commit message templates. They name the objects changed, so a
+// forge's commit list reads as a change log.
+const (
+	DefaultEventTemplate = `{{capitalize .Operation}} {{.Kind}} {{.Ref}}`
+	DefaultGroupTemplate = `Update {{len .Changes}} objects in {{.Target}}
+{{range .Changes}}
+- {{.Operation}} {{.Kind}} {{.Ref}}{{end}}`
+	DefaultReconcileTemplate = `Reconcile {{.Target}} with the cluster: {{.Summary}}
+{{range .Changes}}
+- {{.Operation}} {{.Kind}} {{.Ref}}{{end}}`
+)
+
+// Change is one object a commit writes, as templates see it.
+type Change struct {
+	// Operation is create, update or delete.
+	Operation  string
+	APIVersion string
+	Kind       string
+	Namespace  string
+	Name       string
+	Path       string
+}
+
+// Ref is namespace/name, or name for a cluster-scoped object.
+func (c Change) Ref() string {
+	if c.Namespace == "" {
+		return c.Name
+	}
+	return c.Namespace + "/" + c.Name
+}
+
+// MessageData is what a commit message template renders. The single-object
+// fields (Operation, Kind, Ref, ...) describe the first change, for the event
+// template.
+type MessageData struct {
+	Change
+	// Target is the GitTarget as namespace/name.
+	Target  string
+	Branch  string
+	Author  string
+	Changes []Change
+}
+
+// Summary counts the changes by operation, e.g. "2 created, 1 deleted".
+func (d MessageData) Summary() string {
+	counts := map[string]int{}
+	for _, c := range d.Changes {
+		counts[c.Operation]++
+	}
+	var parts []string
+	for _, op := range []struct{ op, word string }{{"create", "created"}, {"update", "updated"}, {"delete", "deleted"}} {
+		if n := counts[op.op]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, op.word))
+		}
+	}
+	if len(parts) == 0 {
+		return "no changes"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Messages renders commit messages from a GitProvider's templates.
+type Messages struct {
+	event, group, reconcile *template.Template
+}
+
+// ParseMessages compiles the templates; an empty one takes its default.
+func ParseMessages(event, group, reconcile string) (*Messages, error) {
+	m := &Messages{}
+	for _, t := range []struct {
+		name, text, def string
+		dst             **template.Template
+	}{
+		{"eventTemplate", event, DefaultEventTemplate, &m.event},
+		{"groupTemplate", group, DefaultGroupTemplate, &m.group},
+		{"reconcileTemplate", reconcile, DefaultReconcileTemplate, &m.reconcile},
+	} {
+		text := t.text
+		if text == "" {
+			text = t.def
+		}
+		parsed, err := template.New(t.name).Funcs(template.FuncMap{"capitalize": capitalize}).Option("missingkey=error").Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("parsing the commit message %s: %w", t.name, err)
+		}
+		*t.dst = parsed
+	}
+	return m, nil
+}
+
+// Render picks the template — reconcile for a replay's commit, event for one
+// object, group otherwise — and renders it.
+func (m *Messages) Render(data MessageData, reconcile bool) (string, error) {
+	if len(data.Changes) > 0 {
+		data.Change = data.Changes[0]
+	}
+	tmpl := m.group
+	switch {
+	case reconcile:
+		tmpl = m.reconcile
+	case len(data.Changes) == 1:
+		tmpl = m.event
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, data); err != nil {
+		return "", fmt.Errorf("rendering the commit message %s: %w", tmpl.Name(), err)
+	}
+	msg := strings.TrimSpace(buf.String())
+	if msg == "" {
+		return "", fmt.Errorf("the commit message %s rendered empty", tmpl.Name())
+	}
+	return msg + "\n", nil
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
