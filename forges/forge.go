@@ -101,3 +101,10 @@ type Forge interface {
 	// UI.
 	CommitURL(commit string) string
 }
+
+// Prober checks that the repository answers with the configured
+// credentials, for the GitProvider's conditions. It returns an error of the
+// shared vocabulary (ErrUnauthorized, ErrNotFound, ...).
+type Prober interface {
+	Probe(ctx context.Context) error
+}
