@@ -32,6 +32,10 @@ type KubeOptions struct {
 	AuditBatchMaxWait time.Duration
 	// ExtraFlags are further kube-apiserver flags (name without "--").
 	ExtraFlags map[string][]string
+	// Webhooks are admission webhook configurations to install; envtest
+	// serves them from a local listener with a generated CA
+	// (Webhooks.LocalServingHost/Port/CertDir tell the webhook server where).
+	Webhooks envtest.WebhookInstallOptions
 }
 
 // Kube is a running etcd + kube-apiserver on loopback.
@@ -65,6 +69,7 @@ func StartKube(opts KubeOptions) (*Kube, error) {
 		ControlPlaneStopTimeout:  30 * time.Second,
 		AttachControlPlaneOutput: os.Getenv("HARNESS_KUBE_OUTPUT") != "",
 	}
+	env.WebhookInstallOptions = opts.Webhooks
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath}
 	apiServer := env.ControlPlane.GetAPIServer()
 	apiServer.Path = apiserverPath
@@ -176,6 +181,10 @@ func (k *Kube) ClientAs(user string, groups ...string) (client.Client, error) {
 
 // InstalledCRDs are the CRDs installed at start.
 func (k *Kube) InstalledCRDs() []*apiextensionsv1.CustomResourceDefinition { return k.env.CRDs }
+
+// Webhooks are the installed admission webhook options, with the serving
+// host, port and certificate directory a webhook server must use.
+func (k *Kube) Webhooks() envtest.WebhookInstallOptions { return k.env.WebhookInstallOptions }
 
 // Stop stops kube-apiserver and etcd and removes their data.
 func (k *Kube) Stop() {

@@ -1,0 +1,122 @@
+package harness_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/configbutler/gitops-reverser/test/harness"
+)
+
+func startKube(t *testing.T, opts harness.KubeOptions) *harness.Kube {
+	t.Helper()
+	kube, err := harness.StartKube(opts)
+	require.NoError(t, err)
+	t.Cleanup(kube.Stop)
+	return kube
+}
+
+// TestKubeActsAsOtherIdentitiesUnderRBAC proves RBAC is on and that
+// ClientAs / ConfigAsServiceAccount are held to it.
+func TestKubeActsAsOtherIdentitiesUnderRBAC(t *testing.T) {
+	kube := startKube(t, harness.KubeOptions{SkipCRDs: true})
+	ctx := context.Background()
+	admin := kube.Client()
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}))
+
+	alice, err := kube.ClientAs("alice")
+	require.NoError(t, err)
+	err = alice.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("team-a"))
+	require.True(t, apierrors.IsForbidden(err), "alice has no role yet: %v", err)
+
+	require.NoError(t, admin.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cm-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list"}}},
+	}))
+	require.NoError(t, admin.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cm-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "cm-reader"},
+		Subjects: []rbacv1.Subject{
+			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"},
+			{Kind: rbacv1.ServiceAccountKind, Namespace: "team-a", Name: "mirror"},
+		},
+	}))
+	require.NoError(t, alice.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("team-a")))
+
+	sa, err := client.New(kube.ConfigAsServiceAccount("team-a", "mirror"), client.Options{Scheme: kube.Scheme()})
+	require.NoError(t, err)
+	require.NoError(t, sa.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("team-a")))
+	err = sa.List(ctx, &corev1.SecretList{}, client.InNamespace("team-a"))
+	require.True(t, apierrors.IsForbidden(err), "the service account may not read Secrets: %v", err)
+}
+
+// TestKubeAuditWebhookDeliversEvents proves the audit flags: a write reaches
+// a webhook as an audit.k8s.io EventList.
+func TestKubeAuditWebhookDeliversEvents(t *testing.T) {
+	batches := make(chan []byte, 16)
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		batches <- body
+	}))
+	t.Cleanup(sink.Close)
+
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.yaml")
+	require.NoError(t, os.WriteFile(policy, []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: Metadata
+  resources: [{group: "", resources: [configmaps]}]
+- level: None
+`), 0o600))
+	webhook := filepath.Join(dir, "webhook.yaml")
+	require.NoError(t, os.WriteFile(webhook, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: sink, cluster: {server: "`+sink.URL+`"}}]
+contexts: [{name: sink, context: {cluster: sink, user: ""}}]
+current-context: sink
+`), 0o600))
+
+	kube := startKube(t, harness.KubeOptions{SkipCRDs: true, AuditPolicyFile: policy, AuditWebhookConfigFile: webhook,
+		AuditBatchMaxWait: 200 * time.Millisecond})
+	require.NoError(t, kube.Client().Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "audited"},
+	}))
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case body := <-batches:
+			var list struct {
+				Kind  string `json:"kind"`
+				Items []struct {
+					Verb      string `json:"verb"`
+					ObjectRef struct {
+						Name string `json:"name"`
+					} `json:"objectRef"`
+				} `json:"items"`
+			}
+			require.NoError(t, json.Unmarshal(body, &list))
+			require.Equal(t, "EventList", list.Kind)
+			for _, item := range list.Items {
+				if item.Verb == "create" && item.ObjectRef.Name == "audited" {
+					return
+				}
+			}
+		case <-deadline:
+			require.FailNow(t, "no audit event for the ConfigMap create within 20s")
+		}
+	}
+}
