@@ -69,9 +69,9 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 		if replay != nil && typ == apiwatch.Added {
 			replay.present = append(replay.present, ObjectKey{obj.GetNamespace(), obj.GetName()})
 		}
-		return replay, s.handle(ctx, Event{Kind: Upsert, Scope: s.Scope, Object: obj, Replay: replay != nil, Received: now})
+		return replay, s.handle(ctx, Event{Kind: Upsert, Type: typ, Scope: s.Scope, Object: obj, Replay: replay != nil, Received: now})
 	case apiwatch.Deleted:
-		return replay, s.handle(ctx, Event{Kind: Delete, Scope: s.Scope, Object: obj, Received: now})
+		return replay, s.handle(ctx, Event{Kind: Delete, Type: typ, Scope: s.Scope, Object: obj, Received: now})
 	}
 	return replay, nil
 }
@@ -125,7 +125,7 @@ func (s *Stream) listThenFollow(ctx context.Context) (string, error) {
 		for i := range list.Items {
 			obj := &list.Items[i]
 			replay.present = append(replay.present, ObjectKey{obj.GetNamespace(), obj.GetName()})
-			if err := s.handle(ctx, Event{Kind: Upsert, Scope: s.Scope, Object: obj, Replay: true, Received: s.Clock.Now()}); err != nil {
+			if err := s.handle(ctx, Event{Kind: Upsert, Type: apiwatch.Added, Scope: s.Scope, Object: obj, Replay: true, Received: s.Clock.Now()}); err != nil {
 				return "", err
 			}
 		}

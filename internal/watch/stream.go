@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/clock"
 )
@@ -42,8 +43,11 @@ func (s Scope) String() string {
 type EventKind int
 
 const (
+	// ReplayStart: a replay begins; the Upserts up to Synced are current
+	// state.
+	ReplayStart EventKind = iota
 	// Upsert: the object exists with this content (ADDED or MODIFIED).
-	Upsert EventKind = iota
+	Upsert
 	// Delete: the object is gone.
 	Delete
 	// Synced: a replay ended; Present lists every object it reported, and
@@ -56,7 +60,10 @@ type ObjectKey struct{ Namespace, Name string }
 
 // Event is one thing a stream reports to its handler.
 type Event struct {
-	Kind   EventKind
+	Kind EventKind
+	// Type is the watch event type behind an Upsert or Delete (ADDED,
+	// MODIFIED, DELETED), for operation filters.
+	Type   apiwatch.EventType
 	Scope  Scope
 	Object *unstructured.Unstructured
 	// Replay is true for objects reported by an initial replay.
@@ -166,6 +173,9 @@ func (s *Stream) resource() dynamic.ResourceInterface {
 // replay opens a watch with sendInitialEvents and follows it; where the API
 // server refuses the streaming list it falls back to LIST then WATCH.
 func (s *Stream) replay(ctx context.Context) (string, error) {
+	if err := s.handle(ctx, Event{Kind: ReplayStart, Scope: s.Scope, Received: s.Clock.Now()}); err != nil {
+		return "", err
+	}
 	sendInitial := true
 	w, err := s.resource().Watch(ctx, metav1.ListOptions{
 		SendInitialEvents:    &sendInitial,

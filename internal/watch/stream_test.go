@@ -66,6 +66,7 @@ func TestStreamReplaysThenSyncsThenFollowsLiveEvents(t *testing.T) {
 	createNamespace(t, "replay", "a", "b", "c")
 	events := startStream(t, "replay")
 
+	require.Equal(t, watch.ReplayStart, next(t, events).Kind)
 	var replayed []string
 	for range 3 {
 		ev := next(t, events)
@@ -101,6 +102,7 @@ func TestStreamReplaysThenSyncsThenFollowsLiveEvents(t *testing.T) {
 func TestStreamOnAnEmptyScopeSyncsWithNothingPresent(t *testing.T) {
 	createNamespace(t, "empty")
 	events := startStream(t, "empty")
+	require.Equal(t, watch.ReplayStart, next(t, events).Kind)
 	ev := next(t, events)
 	require.Equal(t, watch.Synced, ev.Kind)
 	require.Empty(t, ev.Present, "an empty replay still ends with Synced, so a sweep can delete everything")
