@@ -1,0 +1,155 @@
+package branch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/configbutler/gitops-reverser/forges"
+)
+
+// push commits pending windows, oldest first, while the push budget allows.
+// A conflict re-reads the branch and replays the window's writes on the new
+// head; other failures keep the writes and retry later with backoff.
+func (w *Worker) push(ctx context.Context) {
+	now := w.cfg.Clock.Now()
+	if now.Before(w.retryAt) {
+		return
+	}
+	for len(w.pending) > 0 {
+		if wait := w.budget.wait(now); wait > 0 {
+			return
+		}
+		win := w.pending[0]
+		committed, err := w.commitWithReplay(ctx, win)
+		if err != nil {
+			w.failed(win, err)
+			return
+		}
+		w.pending = w.pending[1:]
+		if committed {
+			w.budget.spend(w.cfg.Clock.Now())
+		}
+		w.backoff = w.cfg.RetryBackoff
+		w.retryAt = time.Time{}
+		now = w.cfg.Clock.Now()
+	}
+	w.notifyFlushers(nil)
+}
+
+// commitWithReplay commits one window, replaying it on a fresh head after
+// each conflict up to MaxAttempts. It reports whether a commit was made (a
+// window whose writes are all already in Git makes none).
+func (w *Worker) commitWithReplay(ctx context.Context, win *window) (bool, error) {
+	var err error
+	for attempt := 1; attempt <= w.cfg.MaxAttempts; attempt++ {
+		var committed bool
+		committed, err = w.commitOnce(ctx, win)
+		if err == nil {
+			return committed, nil
+		}
+		if !errors.Is(err, forges.ErrConflict) {
+			return false, err
+		}
+		w.cfg.Observer.Conflict(w.cfg.Key)
+		w.cfg.Log.V(1).Info("branch moved; replaying the window on the new head", "worker", w.cfg.Key.String(), "attempt", attempt)
+		if rerr := w.state.refresh(ctx); rerr != nil {
+			return false, rerr
+		}
+	}
+	return false, err
+}
+
+// commitOnce plans the window against the current head and commits it.
+func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
+	if err := w.state.ensureLoaded(ctx, win.target); err != nil {
+		return false, err
+	}
+	plan, err := w.state.plan(win)
+	if err != nil {
+		return false, err
+	}
+	w.reportRefusals(win, plan)
+	if len(plan.files) == 0 {
+		return false, nil
+	}
+	msg, err := w.message(win, plan)
+	if err != nil {
+		return false, err
+	}
+	now := w.cfg.Clock.Now()
+	author := w.cfg.Committer
+	if win.author.Name != "" {
+		author = win.author
+	}
+	req := forges.CommitRequest{
+		Branch:       w.cfg.Key.Branch,
+		ExpectedHead: w.state.head,
+		Message:      msg,
+		Author:       forges.Signature{Name: author.Name, Email: author.Email, When: now},
+		Committer:    forges.Signature{Name: w.cfg.Committer.Name, Email: w.cfg.Committer.Email, When: now},
+		Changes:      plan.files,
+		Signer:       w.cfg.Signer,
+	}
+	start := w.cfg.Clock.Now()
+	res, err := w.cfg.Forge.Commit(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	w.state.committed(res, plan)
+	w.observeCommit(win, plan, res, start)
+	return true, nil
+}
+
+func (w *Worker) message(win *window, plan *windowPlan) (string, error) {
+	return w.cfg.Messages.Render(MessageData{
+		Target:  win.target.String(),
+		Branch:  w.cfg.Key.Branch,
+		Author:  win.author.Name,
+		Changes: plan.changes,
+	}, win.reconcile)
+}
+
+func (w *Worker) observeCommit(win *window, plan *windowPlan, res forges.CommitResult, start time.Time) {
+	now := w.cfg.Clock.Now()
+	w.cfg.Observer.Commit(w.cfg.Key, win.author.kind(), len(plan.changes), now.Sub(start))
+	for _, wr := range win.writes {
+		if !wr.Received.IsZero() {
+			w.cfg.Observer.EventToCommit(w.cfg.Key, now.Sub(wr.Received))
+		}
+	}
+	if w.cfg.OnCommit != nil {
+		w.cfg.OnCommit(CommitInfo{Target: win.target, Commit: res.Commit, URL: w.cfg.Forge.CommitURL(res.Commit),
+			Time: now, Author: win.author, Objects: len(plan.changes)})
+	}
+}
+
+func (w *Worker) reportRefusals(win *window, plan *windowPlan) {
+	for _, r := range plan.refusals {
+		w.cfg.Observer.Refused(w.cfg.Key, string(r.Reason))
+		w.cfg.Log.Info("not writing an object", "target", win.target.String(), "object", r.ID.String(), "reason", string(r.Reason), "detail", r.Detail)
+	}
+	if len(plan.refusals) > 0 && w.cfg.OnError != nil {
+		w.cfg.OnError(win.target, plan.refusalError())
+	}
+}
+
+// failed keeps the window for a later retry, waiting as long as the forge
+// asked or with exponential backoff.
+func (w *Worker) failed(win *window, err error) {
+	wait := w.backoff
+	if ra := forges.RetryAfter(err); ra > wait {
+		wait = ra
+	}
+	w.backoff = min(2*w.backoff, w.cfg.MaxRetryBackoff)
+	w.retryAt = w.cfg.Clock.Now().Add(wait)
+	// Read the branch again before the retry: whatever failed (a moved head,
+	// content a human has since cleaned up) is judged on fresh state.
+	w.state.known = false
+	w.cfg.Log.Info("commit failed; keeping the writes for a retry", "worker", w.cfg.Key.String(),
+		"target", win.target.String(), "retryIn", wait.String(), "error", err.Error())
+	if w.cfg.OnError != nil {
+		w.cfg.OnError(win.target, wrapTarget(win.target, err))
+	}
+	w.notifyFlushers(wrapTarget(win.target, err))
+}

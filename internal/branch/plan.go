@@ -1,0 +1,86 @@
+package branch
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+)
+
+// windowPlan is one window planned against the target's index: the file
+// changes to commit and what they mean.
+type windowPlan struct {
+	target       TargetKey
+	files        []forges.FileChange
+	indexChanges []manifest.Change
+	contents     map[string][]byte
+	touched      []string
+	changes      []Change
+	refusals     []manifest.Refusal
+}
+
+func (p *windowPlan) refusalError() error {
+	var b strings.Builder
+	for i, r := range p.refusals {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(r.Error())
+	}
+	return errors.New(b.String())
+}
+
+// plan turns a window into file changes. A replay's sweeps become deletes
+// planned before the window's writes, so an object the window also writes
+// is kept.
+func (s *branchState) plan(win *window) (*windowPlan, error) {
+	ts := s.targets[win.target]
+	ix := ts.index
+	var ops []manifest.Op
+	for _, sw := range win.sweeps {
+		for _, d := range manifest.Sweep(ix, sw.Scope, sw.Present) {
+			ops = append(ops, d)
+		}
+	}
+	writes := win.orderedWrites()
+	for _, wr := range writes {
+		if wr.YAML == nil {
+			ops = append(ops, manifest.Delete{ID: wr.ID})
+		} else {
+			ops = append(ops, manifest.Upsert{ID: wr.ID, YAML: wr.YAML, Sensitive: wr.Sensitive})
+		}
+	}
+	res, err := manifest.Plan(ix, ops)
+	if err != nil {
+		return nil, fmt.Errorf("planning a commit for GitTarget %s: %w", win.target, err)
+	}
+	plan := &windowPlan{target: win.target, indexChanges: res.Changes, refusals: res.Refusals, contents: map[string][]byte{}}
+	for _, c := range res.Changes {
+		plan.files = append(plan.files, forges.FileChange{Path: c.Path, Content: c.Content, Delete: c.Delete})
+		plan.touched = append(plan.touched, c.Path)
+		if !c.Delete {
+			plan.contents[c.Path] = c.Content
+		}
+	}
+	plan.changes = describe(res)
+	return plan, nil
+}
+
+// describe names the objects a plan changes, for the commit message.
+func describe(res manifest.Result) []Change {
+	out := make([]Change, 0, len(res.Objects))
+	for _, o := range res.Objects {
+		out = append(out, Change{Operation: string(o.Action), APIVersion: apiVersion(o.ID), Kind: o.ID.Kind,
+			Namespace: o.ID.Namespace, Name: o.ID.Name, Path: o.Path})
+	}
+	return out
+}
+
+func apiVersion(id manifest.ObjectID) string {
+	if id.Group == "" {
+		return id.Version
+	}
+	return id.Group + "/" + id.Version
+}

@@ -1,0 +1,174 @@
+package branch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+)
+
+// branchState is what a worker knows of its branch without a clone: the head
+// it last saw and, per GitTarget, an index of the target's subtree at that
+// head. Blob contents are cached by id, so after a conflict only what changed
+// is read again.
+type branchState struct {
+	forge   forges.Forge
+	branch  string
+	head    string
+	known   bool
+	targets map[TargetKey]*targetState
+	blobs   *blobCache
+}
+
+type targetState struct {
+	target Target
+	index  *manifest.Index
+	// at is the head the index describes; a different head means reload.
+	at string
+}
+
+func newBranchState(forge forges.Forge, branch string) *branchState {
+	return &branchState{forge: forge, branch: branch, targets: map[TargetKey]*targetState{}, blobs: newBlobCache(64 << 20)}
+}
+
+func (s *branchState) setTarget(t Target) {
+	if ts, ok := s.targets[t.Key]; ok && ts.target.Path == t.Path {
+		return
+	}
+	s.targets[t.Key] = &targetState{target: t}
+}
+
+func (s *branchState) removeTarget(t TargetKey) { delete(s.targets, t) }
+
+// refresh forgets the head, so the next load reads it again.
+func (s *branchState) refresh(ctx context.Context) error {
+	s.known = false
+	return s.readHead(ctx)
+}
+
+func (s *branchState) readHead(ctx context.Context) error {
+	head, err := s.forge.Head(ctx, s.branch)
+	switch {
+	case err == nil:
+		s.head = head
+	case errors.Is(err, forges.ErrNotFound), errors.Is(err, forges.ErrEmptyRepository):
+		s.head = "" // the first commit creates the branch
+	default:
+		return fmt.Errorf("reading the head of branch %s: %w", s.branch, err)
+	}
+	s.known = true
+	return nil
+}
+
+// ensureLoaded makes the target's index describe the current head.
+func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
+	ts, ok := s.targets[key]
+	if !ok {
+		return fmt.Errorf("GitTarget %s is not registered with the branch worker", key)
+	}
+	if !s.known {
+		if err := s.readHead(ctx); err != nil {
+			return err
+		}
+	}
+	if ts.index != nil && ts.at == s.head {
+		return nil
+	}
+	files, err := s.readSubtree(ctx, ts.target.Path)
+	if err != nil {
+		return err
+	}
+	ix, err := manifest.NewIndex(ts.target.Path, files)
+	if err != nil {
+		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.head, err)
+	}
+	ts.index, ts.at = ix, s.head
+	return nil
+}
+
+// readSubtree reads the files under root at the head. Only YAML is read:
+// other files only need to be known to exist.
+func (s *branchState) readSubtree(ctx context.Context, root string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	if s.head == "" {
+		return files, nil
+	}
+	entries, err := s.forge.Tree(ctx, s.head, root)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s at %s: %w", root, s.head, err)
+	}
+	for _, e := range entries {
+		if !isYAML(e.Path) {
+			files[e.Path] = nil
+			continue
+		}
+		content, err := s.blob(ctx, e.BlobID)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", e.Path, err)
+		}
+		files[e.Path] = content
+	}
+	return files, nil
+}
+
+func (s *branchState) blob(ctx context.Context, id string) ([]byte, error) {
+	if b, ok := s.blobs.get(id); ok {
+		return b, nil
+	}
+	b, err := s.forge.Blob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.blobs.put(id, b)
+	return b, nil
+}
+
+// committed moves the state to a commit the worker made: the changed target
+// applies its own changes, and every other index that described the old head
+// still describes the new one, since the commit touched only this target.
+func (s *branchState) committed(res forges.CommitResult, plan *windowPlan) {
+	old := s.head
+	s.head = res.Commit
+	for _, ts := range s.targets {
+		if ts.at != old || ts.index == nil {
+			continue
+		}
+		if ts.target.Key == plan.target {
+			if err := ts.index.Apply(plan.indexChanges); err != nil {
+				ts.index = nil // rebuilt from the forge on next use
+				continue
+			}
+		} else if overlaps(ts.target.Path, plan.touched) {
+			ts.index = nil
+			continue
+		}
+		ts.at = s.head
+	}
+	for p, id := range res.Blobs {
+		if c, ok := plan.contents[p]; ok {
+			s.blobs.put(id, c)
+		}
+	}
+}
+
+func isYAML(p string) bool {
+	return strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")
+}
+
+// overlaps reports whether any touched path lies under root. GitTargets on
+// one branch never overlap (the controller refuses it); this only guards an
+// index against a commit made for another target.
+func overlaps(root string, touched []string) bool {
+	if root == "." || root == "" {
+		return len(touched) > 0
+	}
+	for _, p := range touched {
+		if p == root || strings.HasPrefix(p, root+"/") {
+			return true
+		}
+	}
+	return false
+}

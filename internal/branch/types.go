@@ -1,0 +1,89 @@
+// Package branch holds the BranchWorker: one per (provider namespace,
+// provider, branch), a single FIFO event loop that groups object writes into
+// commit windows and commits them through a forge with compare-and-swap on
+// the branch head. It decides when and how to commit; what to write is the
+// manifest planner's job.
+package branch
+
+import (
+	"time"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+)
+
+// Key identifies a worker: every write to one branch of one GitProvider goes
+// through the same worker.
+type Key struct {
+	ProviderNamespace string
+	Provider          string
+	Branch            string
+}
+
+func (k Key) String() string { return k.ProviderNamespace + "/" + k.Provider + "@" + k.Branch }
+
+// TargetKey names a GitTarget.
+type TargetKey struct{ Namespace, Name string }
+
+func (t TargetKey) String() string { return t.Namespace + "/" + t.Name }
+
+// AuthorKind says who an author is, for commits_total{author_kind}.
+type AuthorKind string
+
+const (
+	// AuthorCommitter: no actor is claimed; the operator authors the commit.
+	AuthorCommitter AuthorKind = "committer"
+	// AuthorUser: a human named by attribution.
+	AuthorUser AuthorKind = "user"
+	// AuthorServiceAccount: a service account named by attribution.
+	AuthorServiceAccount AuthorKind = "serviceaccount"
+	// AuthorUnresolved: attribution ran and could not name anybody.
+	AuthorUnresolved AuthorKind = "unresolved"
+)
+
+// Author is who a window's changes are attributed to. The zero value is the
+// configured committer.
+type Author struct {
+	Name  string
+	Email string
+	Kind  AuthorKind
+}
+
+func (a Author) kind() AuthorKind {
+	if a.Kind == "" {
+		return AuthorCommitter
+	}
+	return a.Kind
+}
+
+// Write is the desired state of one object: its sanitized YAML, or a delete
+// when YAML is nil.
+type Write struct {
+	ID        manifest.ObjectID
+	YAML      []byte
+	Sensitive bool
+	// Received is when the watch delivered the event, for latency metrics.
+	Received time.Time
+}
+
+// Sweep is a replay's mark-and-sweep for one type in one scope: managed
+// documents of that type (and namespace) not in Present are deleted.
+type Sweep struct {
+	Scope   manifest.SweepScope
+	Present []manifest.ObjectID
+}
+
+// Target is what a worker needs to know of a GitTarget.
+type Target struct {
+	Key  TargetKey
+	Path string
+}
+
+// CommitInfo reports a commit that reached the remote.
+type CommitInfo struct {
+	Target  TargetKey
+	Commit  string
+	URL     string
+	Time    time.Time
+	Author  Author
+	Objects int
+}

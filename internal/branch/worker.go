@@ -1,0 +1,348 @@
+package branch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
+	"github.com/configbutler/gitops-reverser/forges"
+)
+
+// Config is everything a worker is built from.
+type Config struct {
+	Key   Key
+	Forge forges.Forge
+	// Committer commits every change, and authors those with no actor.
+	Committer Author
+	Messages  *Messages
+	Signer    forges.Signer
+	// CommitWindow is the silence that closes an open window.
+	CommitWindow time.Duration
+	// BufferMax closes a window once its writes hold this many bytes.
+	BufferMax int
+	// PushBurst commits go out at once; beyond that one per PushInterval.
+	PushBurst    int
+	PushInterval time.Duration
+	// MaxAttempts bounds the conflict replays of one commit before the
+	// writes are kept for a later retry.
+	MaxAttempts int
+	// RetryBackoff and MaxRetryBackoff bound the wait before a retry.
+	RetryBackoff, MaxRetryBackoff time.Duration
+	// QueueSize is how many events wait for the loop before senders block.
+	QueueSize int
+	Clock     clock.Clock
+	Log       logr.Logger
+	Observer  Observer
+	// OnCommit is told about every commit that reached the remote.
+	OnCommit func(CommitInfo)
+	// OnError is told when a target's writes could not be committed.
+	OnError func(TargetKey, error)
+}
+
+func (c *Config) defaults() {
+	if c.Messages == nil {
+		c.Messages, _ = ParseMessages("", "", "")
+	}
+	if c.CommitWindow <= 0 {
+		c.CommitWindow = 5 * time.Second
+	}
+	if c.BufferMax <= 0 {
+		c.BufferMax = 8 << 20
+	}
+	if c.PushBurst <= 0 {
+		c.PushBurst = 3
+	}
+	if c.PushInterval == 0 {
+		c.PushInterval = time.Second
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 5
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = 500 * time.Millisecond
+	}
+	if c.MaxRetryBackoff <= 0 {
+		c.MaxRetryBackoff = time.Minute
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = 1024
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+	if c.Committer.Name == "" {
+		c.Committer = Author{Name: "GitOps Reverser", Email: "noreply@configbutler.ai"}
+	}
+	c.Committer.Kind = AuthorCommitter
+}
+
+// Worker is the single writer of one branch.
+type Worker struct {
+	cfg Config
+	in  chan any
+	// Everything below is owned by the Run goroutine.
+	state   *branchState
+	window  *window
+	pending []*window
+	budget  *pushBudget
+	// retryAt is when pending commits are tried again after a failure.
+	retryAt  time.Time
+	backoff  time.Duration
+	flushers []flushWaiter
+}
+
+type writeMsg struct {
+	target TargetKey
+	author Author
+	write  Write
+}
+
+type syncMsg struct {
+	target      TargetKey
+	sweep       *Sweep
+	closeWindow bool
+}
+
+type targetMsg struct {
+	target Target
+	remove bool
+}
+
+type flushMsg struct {
+	target TargetKey
+	done   chan error
+}
+
+type flushWaiter struct {
+	target TargetKey
+	done   chan error
+}
+
+// New builds a worker; Run starts it.
+func New(cfg Config) *Worker {
+	cfg.defaults()
+	return &Worker{
+		cfg:     cfg,
+		in:      make(chan any, cfg.QueueSize),
+		state:   newBranchState(cfg.Forge, cfg.Key.Branch),
+		budget:  newPushBudget(cfg.PushBurst, cfg.PushInterval),
+		backoff: cfg.RetryBackoff,
+	}
+}
+
+// QueueDepth is how many events wait for the loop.
+func (w *Worker) QueueDepth() int { return len(w.in) }
+
+func (w *Worker) send(ctx context.Context, msg any) error {
+	select {
+	case w.in <- msg:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Write queues an object write. It blocks while the queue is full, so a
+// burst slows the watch down instead of dropping anything.
+func (w *Worker) Write(ctx context.Context, target TargetKey, author Author, wr Write) error {
+	return w.send(ctx, writeMsg{target: target, author: author, write: wr})
+}
+
+// Sync queues a replay's sweep (when sweep is set) and, with closeWindow,
+// asks for the window to close: the target's replay is complete.
+func (w *Worker) Sync(ctx context.Context, target TargetKey, sweep *Sweep, closeWindow bool) error {
+	return w.send(ctx, syncMsg{target: target, sweep: sweep, closeWindow: closeWindow})
+}
+
+// SetTarget registers or updates a GitTarget this worker writes.
+func (w *Worker) SetTarget(ctx context.Context, t Target) error {
+	return w.send(ctx, targetMsg{target: t})
+}
+
+// RemoveTarget forgets a GitTarget; its open window is dropped.
+func (w *Worker) RemoveTarget(ctx context.Context, t TargetKey) error {
+	return w.send(ctx, targetMsg{target: Target{Key: t}, remove: true})
+}
+
+// Flush closes the target's open window and waits until everything pending
+// for it reached the remote, or the attempt failed.
+func (w *Worker) Flush(ctx context.Context, target TargetKey) error {
+	done := make(chan error, 1)
+	if err := w.send(ctx, flushMsg{target: target, done: done}); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run is the event loop. On return it has tried once more to commit what it
+// holds, so a clean shutdown loses nothing that could be written.
+func (w *Worker) Run(ctx context.Context) error {
+	timer := w.cfg.Clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		w.cfg.Observer.QueueDepth(w.cfg.Key, len(w.in))
+		w.resetTimer(timer)
+		select {
+		case <-ctx.Done():
+			w.shutdown()
+			return nil
+		case msg := <-w.in:
+			w.handle(ctx, msg)
+		case <-timer.C():
+			w.tick(ctx)
+		}
+	}
+}
+
+func (w *Worker) handle(ctx context.Context, msg any) {
+	now := w.cfg.Clock.Now()
+	switch m := msg.(type) {
+	case writeMsg:
+		w.openWindow(m.target, m.author, now).add(m.write, now)
+		if w.window.bytes >= w.cfg.BufferMax {
+			w.finalize(ctx)
+		}
+	case syncMsg:
+		if m.sweep != nil {
+			w.openWindow(m.target, w.cfg.Committer, now).addSweep(*m.sweep, now)
+		}
+		if m.closeWindow && w.window != nil && w.window.target == m.target {
+			w.finalize(ctx)
+		}
+	case targetMsg:
+		w.updateTarget(m)
+	case flushMsg:
+		w.flushers = append(w.flushers, flushWaiter(m))
+		if w.window != nil && w.window.target == m.target {
+			w.finalize(ctx)
+		} else {
+			w.push(ctx)
+		}
+	}
+}
+
+// openWindow returns the window for (target, author), finalizing another
+// one first: a window never mixes authors or targets.
+func (w *Worker) openWindow(target TargetKey, author Author, now time.Time) *window {
+	if w.window != nil && !w.window.accepts(target, author) {
+		w.finalize(context.Background())
+	}
+	if w.window == nil {
+		w.window = newWindow(target, author, now)
+	}
+	return w.window
+}
+
+func (w *Worker) updateTarget(m targetMsg) {
+	if !m.remove {
+		w.state.setTarget(m.target)
+		return
+	}
+	if w.window != nil && w.window.target == m.target.Key {
+		w.window = nil
+	}
+	kept := w.pending[:0]
+	for _, p := range w.pending {
+		if p.target != m.target.Key {
+			kept = append(kept, p)
+		}
+	}
+	w.pending = kept
+	w.state.removeTarget(m.target.Key)
+}
+
+func (w *Worker) tick(ctx context.Context) {
+	now := w.cfg.Clock.Now()
+	if w.window != nil && !now.Before(w.window.lastEvent.Add(w.cfg.CommitWindow)) {
+		w.finalize(ctx)
+		return
+	}
+	w.push(ctx)
+}
+
+// finalize closes the open window and commits what is due.
+func (w *Worker) finalize(ctx context.Context) {
+	if w.window != nil && !w.window.empty() {
+		w.pending = append(w.pending, w.window)
+	}
+	w.window = nil
+	w.push(ctx)
+}
+
+// resetTimer wakes the loop at the earliest of: the open window's silence
+// deadline, the push budget, a retry.
+func (w *Worker) resetTimer(timer clock.Timer) {
+	now := w.cfg.Clock.Now()
+	wake := now.Add(time.Hour)
+	if w.window != nil {
+		wake = w.window.lastEvent.Add(w.cfg.CommitWindow)
+	}
+	if len(w.pending) > 0 {
+		due := w.retryAt
+		if wait := w.budget.wait(now); now.Add(wait).After(due) {
+			due = now.Add(wait)
+		}
+		if due.Before(wake) {
+			wake = due
+		}
+	}
+	if !timer.Stop() {
+		select {
+		case <-timer.C():
+		default:
+		}
+	}
+	timer.Reset(max(wake.Sub(now), 0))
+}
+
+func (w *Worker) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w.retryAt = time.Time{}
+	w.budget = newPushBudget(len(w.pending)+1, 0)
+	w.finalize(ctx)
+	for _, f := range w.flushers {
+		f.done <- errors.New("branch worker stopped")
+	}
+	if len(w.pending) > 0 {
+		w.cfg.Log.Info("stopping with writes not committed; the next replay restores them", "worker", w.cfg.Key.String(), "windows", len(w.pending))
+	}
+}
+
+// notifyFlushers answers flush waiters whose target has nothing pending.
+func (w *Worker) notifyFlushers(err error) {
+	kept := w.flushers[:0]
+	for _, f := range w.flushers {
+		if err != nil || !w.hasPending(f.target) {
+			f.done <- err
+			continue
+		}
+		kept = append(kept, f)
+	}
+	w.flushers = kept
+}
+
+func (w *Worker) hasPending(t TargetKey) bool {
+	for _, p := range w.pending {
+		if p.target == t {
+			return true
+		}
+	}
+	return false
+}
+
+func wrapTarget(t TargetKey, err error) error {
+	return fmt.Errorf("committing for GitTarget %s: %w", t, err)
+}

@@ -1,0 +1,110 @@
+package manifest_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+)
+
+const benchObjects = 2000
+
+// benchConfigMap is a ConfigMap with a small multi-line payload, about the
+// size of a typical application config.
+func benchConfigMap(namespace, name, revision string) []byte {
+	payload := strings.Repeat("    setting.value = "+revision+"\n", 15)
+	return []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n"+
+		"  labels:\n    app: %s\ndata:\n  app.properties: |\n%s", name, namespace, name, payload))
+}
+
+func benchID(i int, prefix string) manifest.ObjectID {
+	return configMapID(fmt.Sprintf("ns-%02d", i%20), fmt.Sprintf("%s-%04d", prefix, i))
+}
+
+// benchIndex indexes benchObjects one-document files, as a canonical layout
+// written by the operator would hold them.
+func benchIndex(b *testing.B) (*manifest.Index, map[string][]byte) {
+	files := make(map[string][]byte, benchObjects+1)
+	files["README.md"] = []byte("# existing\n")
+	for i := range benchObjects {
+		id := benchID(i, "app")
+		p, err := manifest.CanonicalPath(".", id, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files[p] = benchConfigMap(id.Namespace, id.Name, "1")
+	}
+	ix, err := manifest.NewIndex(".", files)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ix, files
+}
+
+func benchUpserts(prefix, revision string) []manifest.Op {
+	ops := make([]manifest.Op, 0, benchObjects)
+	for i := range benchObjects {
+		id := benchID(i, prefix)
+		ops = append(ops, manifest.Upsert{ID: id, YAML: benchConfigMap(id.Namespace, id.Name, revision)})
+	}
+	return ops
+}
+
+// BenchmarkPlan2000Upserts plans one commit of 2,000 upserts against an
+// index of 2,000 files: a replay where nothing changed (the mark-and-sweep
+// steady state), 2,000 in-place edits, and 2,000 new files.
+func BenchmarkPlan2000Upserts(b *testing.B) {
+	cases := []struct {
+		name        string
+		ops         []manifest.Op
+		wantChanges int
+	}{
+		{"unchanged", benchUpserts("app", "1"), 0},
+		{"changed", benchUpserts("app", "2"), benchObjects},
+		{"new", benchUpserts("new", "1"), benchObjects},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			ix, _ := benchIndex(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				result, err := manifest.Plan(ix, c.ops)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(result.Changes) != c.wantChanges || len(result.Refusals) != 0 {
+					b.Fatalf("planned %d changes and %d refusals, want %d changes", len(result.Changes), len(result.Refusals), c.wantChanges)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkNewIndex2000Files is the cost of reading a subtree once, at
+// worker start or after a conflict reset.
+func BenchmarkNewIndex2000Files(b *testing.B) {
+	_, files := benchIndex(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := manifest.NewIndex(".", files); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkApply2000Changes folds a 2,000-file commit back into the index
+// (every iteration re-indexes the same 2,000 files).
+func BenchmarkApply2000Changes(b *testing.B) {
+	ix, _ := benchIndex(b)
+	forward, err := manifest.Plan(ix, benchUpserts("app", "2"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ix.Apply(forward.Changes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

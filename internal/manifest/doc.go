@@ -1,0 +1,53 @@
+// Package manifest decides what to write to Git: given the files of one
+// GitTarget subtree and a batch of object writes, it returns the file changes
+// for one commit.
+//
+// It is a pure package over paths and bytes. It imports nothing from
+// Kubernetes, from forges/ or from any Git library, does no I/O and keeps no
+// package-level state; the branch worker reads files, calls it, and writes
+// what it returns.
+//
+// The pieces, in the order a worker uses them:
+//
+//   - Index: every .yaml/.yml document under the subtree, keyed by object
+//     identity (group, kind, namespace, name; the version does not count).
+//     Auxiliary files are kept but never managed: README.md, kustomization
+//     files, .sops.yaml, and anything under a dot-directory or named with a
+//     leading dot (.github/, .gitlab-ci.yml), since a repository root holds
+//     tooling YAML that is not Kubernetes state.
+//   - Check: the acceptance gate. Content the operator cannot safely manage
+//     (invalid YAML, a document that is not a Kubernetes object, two
+//     documents with one identity) refuses the whole subtree, listing every
+//     offending path. Plan runs it first, so a refused subtree is never
+//     written into.
+//   - Plan: one commit's changes for a batch of Upsert and Delete operations.
+//     An existing document is edited in place and every other byte of its
+//     file is kept; a new object goes to its canonical path; a file left
+//     without documents is deleted; a no-op writes nothing.
+//   - Sweep: the deletes of a mark-and-sweep, scoped to one type.
+//   - Apply: folds a plan's changes back into the index, so the worker can
+//     plan its next commit without reading the repository again.
+//
+// # In-place edits
+//
+// A file is split into sections at "---" marker lines. Replacing a document
+// rewrites only its own section, after the marker line and after the
+// section's leading comment lines, which stay with it; comments inside the
+// replaced body belong to the old text and go with it. Every other section,
+// its comments and its marker stay byte-identical.
+//
+// A document whose bytes differ from the new ones but whose YAML content is
+// the same (key order, quoting style, comments) is left alone, so adopting a
+// hand-written repository does not reformat every file on the first resync.
+// The comparison is conservative: anything a YAML 1.1 reader (kubectl) could
+// read differently counts as a change.
+//
+// # Sensitive objects
+//
+// A sensitive object (already encrypted by the caller) is written at
+// {name}.sops.yaml when new, is never appended to an existing file, and is
+// never written into a file that holds another document. A plaintext document
+// is never written into a file that holds an encrypted (SOPS) document. When
+// those rules cannot be kept, the object is refused with a Refusal and the
+// rest of the batch is still planned.
+package manifest

@@ -1,0 +1,184 @@
+package manifest
+
+import (
+	"bytes"
+	"fmt"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// RefusalReason says why one object's write was refused.
+type RefusalReason string
+
+const (
+	// RefusalIncompleteIdentity: a new object lacks what its path needs
+	// (resource, name) or a part is not a plain path segment.
+	RefusalIncompleteIdentity RefusalReason = "IncompleteIdentity"
+	// RefusalInvalidDocument: the YAML is not exactly one Kubernetes object
+	// document naming the object it was upserted as.
+	RefusalInvalidDocument RefusalReason = "InvalidDocument"
+	// RefusalNotEncrypted: a sensitive object's YAML is not a SOPS document.
+	RefusalNotEncrypted RefusalReason = "NotEncrypted"
+	// RefusalSensitiveShared: a sensitive object would be appended to an
+	// existing file or share a file with another document.
+	RefusalSensitiveShared RefusalReason = "SensitiveShared"
+	// RefusalPlaintextBesideEncrypted: a plaintext object would share a file
+	// with an encrypted document.
+	RefusalPlaintextBesideEncrypted RefusalReason = "PlaintextBesideEncrypted"
+	// RefusalAuxiliaryPath: the canonical path is an auxiliary file
+	// (a ConfigMap named "kustomization", for example).
+	RefusalAuxiliaryPath RefusalReason = "AuxiliaryPath"
+)
+
+// Refusal is one object the planner would not write safely. The object is
+// left as it is in Git; the rest of the batch is planned.
+type Refusal struct {
+	ID     ObjectID
+	Path   string // where it would have gone, when known
+	Reason RefusalReason
+	Detail string
+}
+
+func (r Refusal) Error() string {
+	where := ""
+	if r.Path != "" {
+		where = " at " + r.Path
+	}
+	return fmt.Sprintf("refused to write %s%s: %s: %s", r.ID, where, r.Reason, r.Detail)
+}
+
+// checkNewDocument validates an upsert's YAML: one document, a Kubernetes
+// object, the object the upsert names, and encrypted when sensitive.
+func checkNewDocument(w write, body []byte, target string) (*yaml.Node, *document, *Refusal) {
+	refuse := func(reason RefusalReason, format string, args ...any) (*yaml.Node, *document, *Refusal) {
+		return nil, nil, &Refusal{ID: w.id, Path: target, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+	}
+	if sections := splitSections(body); len(sections) != 1 || sections[0].marker != noMarker {
+		return refuse(RefusalInvalidDocument, "the YAML must be one document without '---' markers")
+	}
+	top, err := decodeSection(body)
+	if err != nil {
+		return refuse(RefusalInvalidDocument, "%v", err)
+	}
+	if top == nil {
+		return refuse(RefusalInvalidDocument, "the YAML is empty")
+	}
+	doc, err := objectOf(top)
+	if err != nil {
+		return refuse(RefusalInvalidDocument, "%v", err)
+	}
+	if !doc.id.SameObject(w.id) {
+		return refuse(RefusalInvalidDocument, "the YAML describes %s", doc.id)
+	}
+	if w.sensitive && !doc.encrypted {
+		return refuse(RefusalNotEncrypted, "a sensitive object must arrive SOPS-encrypted")
+	}
+	return top, doc, nil
+}
+
+// noSection stands for "no existing section" in mixingRefusal.
+const noSection = -1
+
+// fileEdit is the working copy of one file during a plan.
+type fileEdit struct {
+	path         string
+	original     *manifestFile // nil for a file this plan creates
+	docs         []*document   // current document per original section
+	bodies       map[int][]byte
+	removed      map[int]bool
+	appended     [][]byte
+	appendedDocs []*document
+}
+
+// body is the replaceable text of a section as it stands in the original.
+func (f *fileEdit) body(i int) []byte {
+	s := f.original.sections[i]
+	return f.original.content[s.body:s.end]
+}
+
+func (f *fileEdit) remove(i int) {
+	f.removed[i] = true
+	f.docs[i] = nil
+}
+
+// otherDocuments lists the documents the file will hold besides section
+// except (noSection for a new document).
+func (f *fileEdit) otherDocuments(except int) []*document {
+	var others []*document
+	for i, doc := range f.docs {
+		if doc != nil && i != except {
+			others = append(others, doc)
+		}
+	}
+	return append(others, f.appendedDocs...)
+}
+
+// mixingRefusal enforces the co-mingling rules: a sensitive document shares
+// its file with nothing, and a plaintext one never sits beside ciphertext.
+func (f *fileEdit) mixingRefusal(w write, except int) *Refusal {
+	for _, other := range f.otherDocuments(except) {
+		switch {
+		case w.sensitive:
+			return &Refusal{ID: w.id, Path: f.path, Reason: RefusalSensitiveShared,
+				Detail: fmt.Sprintf("its file also holds %s", other.id)}
+		case other.encrypted:
+			return &Refusal{ID: w.id, Path: f.path, Reason: RefusalPlaintextBesideEncrypted,
+				Detail: fmt.Sprintf("its file holds the encrypted %s", other.id)}
+		}
+	}
+	return nil
+}
+
+// render produces the file's new content, or nil when no document is left
+// (the file is then deleted). Untouched sections are copied byte for byte.
+func (f *fileEdit) render() []byte {
+	if len(f.otherDocuments(noSection)) == 0 {
+		return nil
+	}
+	var out bytes.Buffer
+	if f.original != nil {
+		content := f.original.content
+		for i, s := range f.original.sections {
+			body, replaced := f.bodies[i]
+			switch {
+			case f.removed[i]:
+			case !replaced:
+				out.Write(content[s.start:s.end])
+			default:
+				out.Write(content[s.start:s.body])
+				if s.marker == markerWithContent {
+					out.WriteByte('\n') // the old body began on the marker line
+				}
+				out.Write(body)
+			}
+		}
+	}
+	for _, doc := range f.appended {
+		appendDocument(&out, doc)
+	}
+	return out.Bytes()
+}
+
+// appendDocument adds a document after out's content: alone when there is
+// nothing but whitespace, straight after a trailing bare "---", and after a
+// new "---" otherwise.
+func appendDocument(out *bytes.Buffer, doc []byte) {
+	existing := out.Bytes()
+	switch {
+	case len(bytes.TrimSpace(existing)) == 0:
+		out.Reset()
+	case endsWithBareMarker(existing):
+	default:
+		if existing[len(existing)-1] != '\n' {
+			out.WriteByte('\n')
+		}
+		out.WriteString("---\n")
+	}
+	out.Write(doc)
+}
+
+func endsWithBareMarker(content []byte) bool {
+	trimmed := bytes.TrimRight(content, " \t\r\n")
+	lineStart := bytes.LastIndexByte(trimmed, '\n') + 1
+	return string(trimmed[lineStart:]) == "---" && len(trimmed) < len(content)
+}

@@ -1,0 +1,217 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Index knows every file of one GitTarget subtree and every Kubernetes
+// object document in it. It keeps references to the content it is given:
+// callers must not modify those byte slices afterwards. It is not safe for
+// concurrent use; one branch worker owns it.
+type Index struct {
+	root string
+	// manifests are the .yaml/.yml files that may hold managed objects.
+	manifests map[string]*manifestFile
+	// others are the remaining files: auxiliary ones keep their content
+	// (future kustomization checks read it), the rest are only known to exist.
+	others map[string][]byte
+	// byID finds documents by identity; more than one location is a
+	// duplicate that Check refuses.
+	byID map[identityKey][]location
+	// problems holds what Check reports, by path.
+	problems map[string][]Problem
+}
+
+// manifestFile is a parsed YAML file: its bytes, its sections, and the
+// document each section holds (nil for none).
+type manifestFile struct {
+	content  []byte
+	sections []section
+	docs     []*document
+}
+
+// location points at one document: a file and a section in it.
+type location struct {
+	path    string
+	section int
+}
+
+// NewIndex indexes files, keyed by repository-relative path, under root
+// (the GitTarget's spec.path; "." or "" for the repository root). Content
+// the operator cannot manage does not fail NewIndex; Check reports it. The
+// error is for paths that are not clean or not under root.
+func NewIndex(root string, files map[string][]byte) (*Index, error) {
+	cleanRoot, err := cleanRootPath(root)
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{
+		root:      cleanRoot,
+		manifests: make(map[string]*manifestFile),
+		others:    make(map[string][]byte),
+		byID:      make(map[identityKey][]location),
+		problems:  make(map[string][]Problem),
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if err := ix.Add(p, files[p]); err != nil {
+			return nil, err
+		}
+	}
+	return ix, nil
+}
+
+func cleanRootPath(root string) (string, error) {
+	if root == "" {
+		return ".", nil
+	}
+	clean := path.Clean(root)
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("index root %q: must be a relative path inside the repository", root)
+	}
+	return clean, nil
+}
+
+// Root is the cleaned subtree root ("." for the repository root).
+func (ix *Index) Root() string { return ix.root }
+
+// Has reports whether a file exists at p.
+func (ix *Index) Has(p string) bool {
+	if _, ok := ix.manifests[p]; ok {
+		return true
+	}
+	_, ok := ix.others[p]
+	return ok
+}
+
+// Lookup returns the path of the file holding the object, if any.
+func (ix *Index) Lookup(id ObjectID) (string, bool) {
+	locations := ix.byID[id.key()]
+	if len(locations) == 0 {
+		return "", false
+	}
+	return locations[0].path, true
+}
+
+// Add indexes the file at p with content, replacing what was known about p.
+func (ix *Index) Add(p string, content []byte) error {
+	rel, err := ix.relative(p)
+	if err != nil {
+		return err
+	}
+	ix.Remove(p)
+	switch classify(rel) {
+	case classManifest:
+		ix.addManifest(p, content)
+	case classAuxiliary:
+		ix.others[p] = content
+	default:
+		ix.others[p] = nil
+	}
+	return nil
+}
+
+// addManifest parses every section of a YAML file and registers its
+// documents. A section that cannot be parsed is recorded as a problem; the
+// file's other documents are still registered so duplicates are reported
+// together.
+func (ix *Index) addManifest(p string, content []byte) {
+	sections := splitSections(content)
+	file := &manifestFile{content: content, sections: sections, docs: make([]*document, len(sections))}
+	for i, s := range sections {
+		doc, err := parseSection(content[s.start:s.end])
+		if err != nil {
+			reason := ReasonInvalidYAML
+			if errors.Is(err, errNotAnObject) {
+				reason = ReasonNotKubernetesObject
+			}
+			ix.problems[p] = append(ix.problems[p], Problem{
+				Path: p, Reason: reason, Detail: fmt.Sprintf("document %d: %v", i+1, err),
+			})
+			continue
+		}
+		if doc != nil {
+			file.docs[i] = doc
+			key := doc.id.key()
+			ix.byID[key] = append(ix.byID[key], location{path: p, section: i})
+		}
+	}
+	ix.manifests[p] = file
+}
+
+// Remove forgets the file at p; an unknown path is ignored.
+func (ix *Index) Remove(p string) {
+	delete(ix.others, p)
+	delete(ix.problems, p)
+	file, ok := ix.manifests[p]
+	if !ok {
+		return
+	}
+	for _, doc := range file.docs {
+		if doc == nil {
+			continue
+		}
+		key := doc.id.key()
+		kept := ix.byID[key][:0]
+		for _, loc := range ix.byID[key] {
+			if loc.path != p {
+				kept = append(kept, loc)
+			}
+		}
+		if len(kept) == 0 {
+			delete(ix.byID, key)
+		} else {
+			ix.byID[key] = kept
+		}
+	}
+	delete(ix.manifests, p)
+}
+
+// Apply folds a plan's changes into the index, as if the files had been
+// written and read again.
+func (ix *Index) Apply(changes []Change) error {
+	for _, change := range changes {
+		if change.Delete {
+			ix.Remove(change.Path)
+			continue
+		}
+		if err := ix.Add(change.Path, change.Content); err != nil {
+			return fmt.Errorf("apply change to %s: %w", change.Path, err)
+		}
+	}
+	return nil
+}
+
+// relative returns p relative to the root, refusing a path that is not
+// clean or lies outside the subtree.
+func (ix *Index) relative(p string) (string, error) {
+	if p == "" || path.Clean(p) != p || path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
+		return "", fmt.Errorf("index file %q: not a clean relative path", p)
+	}
+	if ix.root == "." {
+		return p, nil
+	}
+	rel, ok := strings.CutPrefix(p, ix.root+"/")
+	if !ok {
+		return "", fmt.Errorf("index file %q: outside the target root %q", p, ix.root)
+	}
+	return rel, nil
+}
+
+// location of a document known to exist (Check refuses duplicates before
+// anything is planned).
+func (ix *Index) find(key identityKey) (location, bool) {
+	locations := ix.byID[key]
+	if len(locations) != 1 {
+		return location{}, false
+	}
+	return locations[0], true
+}

@@ -1,0 +1,107 @@
+package manifest
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// ClusterScopeDir stands in for the namespace of cluster-scoped objects. It
+// is not a legal namespace name, so it can never clash with a real one.
+const ClusterScopeDir = "_cluster"
+
+// The file names the index keeps but never manages.
+const (
+	readmeName      = "README.md"
+	sensitiveSuffix = ".sops.yaml"
+	plainSuffix     = ".yaml"
+)
+
+// CanonicalPath is where a new object is placed:
+// {root}/{namespace}/{group}/{resource}/{name}.yaml, with the core group
+// omitted, _cluster for a cluster-scoped object (empty Namespace), no prefix
+// for root ".", and .sops.yaml for a sensitive object. It fails when a part
+// is missing or would not be a single, ordinary path segment.
+func CanonicalPath(root string, id ObjectID, sensitive bool) (string, error) {
+	namespace := id.Namespace
+	if namespace == "" {
+		namespace = ClusterScopeDir
+	}
+	parts := []struct{ what, value string }{
+		{"namespace", namespace}, {"resource", id.Resource}, {"name", id.Name},
+	}
+	if id.Group != "" {
+		parts = append(parts, struct{ what, value string }{"group", id.Group})
+	}
+	for _, part := range parts {
+		if err := checkSegment(part.value); err != nil {
+			return "", fmt.Errorf("place %s: %s %w", id, part.what, err)
+		}
+	}
+	suffix := plainSuffix
+	if sensitive {
+		suffix = sensitiveSuffix
+	}
+	segments := []string{root, namespace}
+	if id.Group != "" {
+		segments = append(segments, id.Group)
+	}
+	segments = append(segments, id.Resource, id.Name+suffix)
+	return path.Join(segments...), nil
+}
+
+// checkSegment refuses a value that is empty, would escape or alias a
+// directory, or would be hidden (dot files are auxiliary, never managed).
+func checkSegment(value string) error {
+	switch {
+	case value == "":
+		return constError("is empty")
+	case strings.ContainsAny(value, "/\\"):
+		return fmt.Errorf("%q contains a path separator", value)
+	case strings.HasPrefix(value, "."):
+		return fmt.Errorf("%q starts with a dot", value)
+	}
+	return nil
+}
+
+// BootstrapReadme is the README.md staged on the first write into a root
+// that has none.
+func BootstrapReadme(root string) []byte {
+	where := "This folder (`" + root + "`)"
+	if root == "." {
+		where = "This repository"
+	}
+	return []byte("# Written by GitOps Reverser\n\n" +
+		where + " is written by GitOps Reverser, a Kubernetes operator that mirrors the\n" +
+		"desired state of cluster objects into Git. The cluster is the source of truth: a change\n" +
+		"made only here is overwritten the next time the object changes in the cluster.\n\n" +
+		"New objects are placed at `{namespace}/{group}/{resource}/{name}.yaml` (no group for core\n" +
+		"types, `_cluster` for cluster-scoped objects). Sensitive objects are SOPS-encrypted and\n" +
+		"end in `.sops.yaml`. Existing files keep their place: moving or merging them is fine.\n")
+}
+
+// fileClass says how the index treats a file.
+type fileClass int
+
+const (
+	classOther     fileClass = iota // not YAML: kept, never read
+	classAuxiliary                  // tooling or build input: kept, never managed, never refused
+	classManifest                   // may hold managed Kubernetes objects
+)
+
+// classify judges a path relative to the target root.
+func classify(relPath string) fileClass {
+	for _, segment := range strings.Split(relPath, "/") {
+		if strings.HasPrefix(segment, ".") {
+			return classAuxiliary // .sops.yaml, .github/, .gitlab-ci.yml, ...
+		}
+	}
+	switch path.Base(relPath) {
+	case readmeName, "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return classAuxiliary
+	}
+	if strings.HasSuffix(relPath, ".yaml") || strings.HasSuffix(relPath, ".yml") {
+		return classManifest
+	}
+	return classOther
+}

@@ -1,0 +1,277 @@
+package manifest
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"sort"
+)
+
+// Op is one object write in a batch: an Upsert or a Delete.
+type Op interface {
+	plannedWrite() write
+}
+
+// Upsert writes an object's desired state. YAML is exactly one document
+// naming the object (sanitize.Marshal output, or its SOPS encryption when
+// Sensitive).
+type Upsert struct {
+	ID        ObjectID
+	YAML      []byte
+	Sensitive bool
+}
+
+// Delete removes an object's document.
+type Delete struct {
+	ID ObjectID
+}
+
+func (u Upsert) plannedWrite() write { return write{id: u.ID, yaml: u.YAML, sensitive: u.Sensitive} }
+func (d Delete) plannedWrite() write { return write{id: d.ID, remove: true} }
+
+// write is the planner's single shape for both operations.
+type write struct {
+	id        ObjectID
+	yaml      []byte
+	sensitive bool
+	remove    bool
+}
+
+// Change is one file change of a commit: new content for Path, or its
+// deletion.
+type Change struct {
+	Path    string
+	Content []byte
+	Delete  bool
+}
+
+// Result is a planned commit: the file changes, the objects they write,
+// and the objects refused fail-safe (their writes are left out; everything
+// else is planned).
+type Result struct {
+	Changes  []Change       // sorted by path
+	Objects  []ObjectChange // in planning order: deletes, then by identity
+	Refusals []Refusal      // in planning order
+}
+
+// Action is what a plan does to one object.
+type Action string
+
+const (
+	ActionCreate Action = "create"
+	ActionUpdate Action = "update"
+	ActionDelete Action = "delete"
+)
+
+// ObjectChange is one object a plan actually writes (no-ops and refusals
+// are not listed), for commit messages and metrics: a file change alone
+// cannot say which documents of a multi-document file moved.
+type ObjectChange struct {
+	ID     ObjectID
+	Path   string
+	Action Action
+}
+
+// Planner plans commits. The zero value is ready to use.
+type Planner struct {
+	// Bootstrap lists files, by path relative to the root, that a plan
+	// writing anything adds when the root lacks them (the README, and a
+	// .sops.yaml when encryption is configured). Nil means README.md with
+	// BootstrapReadme.
+	Bootstrap map[string][]byte
+}
+
+// Plan plans one commit with the default Planner.
+func Plan(ix *Index, ops []Op) (Result, error) {
+	return Planner{}.Plan(ix, ops)
+}
+
+// Plan turns a batch of operations into the file changes of one commit.
+// The last operation per object wins. It returns the acceptance gate's
+// *UnsupportedContentError, and plans nothing, when the subtree is refused.
+// The index is not modified: Apply the changes once they are committed.
+func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
+	if err := ix.Check(); err != nil {
+		return Result{}, fmt.Errorf("plan a commit under %q: %w", ix.root, err)
+	}
+	ws := &workspace{ix: ix, files: make(map[string]*fileEdit)}
+	var refusals []Refusal
+	for _, w := range lastWriteWins(ops) {
+		if refusal := ws.apply(w); refusal != nil {
+			refusals = append(refusals, *refusal)
+		}
+	}
+	changes := ws.changes()
+	if len(changes) > 0 {
+		changes = append(changes, p.bootstrapChanges(ix, ws.files)...)
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
+	return Result{Changes: changes, Objects: ws.objects, Refusals: refusals}, nil
+}
+
+// lastWriteWins keeps the final operation per object and orders the result
+// deletes first, then by identity. Deletes first means a file freed by a
+// delete is free for the whole batch; a fixed order makes the plan a
+// function of the batch's final state, not of event interleaving.
+func lastWriteWins(ops []Op) []write {
+	final := make(map[identityKey]write, len(ops))
+	for _, op := range ops {
+		if op == nil {
+			continue
+		}
+		w := op.plannedWrite()
+		final[w.id.key()] = w
+	}
+	writes := make([]write, 0, len(final))
+	for _, w := range final {
+		writes = append(writes, w)
+	}
+	sort.Slice(writes, func(i, j int) bool {
+		if writes[i].remove != writes[j].remove {
+			return writes[i].remove
+		}
+		return writes[i].id.key().less(writes[j].id.key())
+	})
+	return writes
+}
+
+// bootstrapChanges adds the bootstrap files the root lacks.
+func (p Planner) bootstrapChanges(ix *Index, touched map[string]*fileEdit) []Change {
+	files := p.Bootstrap
+	if files == nil {
+		files = map[string][]byte{readmeName: BootstrapReadme(ix.root)}
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var changes []Change
+	for _, name := range names {
+		target := path.Join(ix.root, name)
+		if _, written := touched[target]; written || ix.Has(target) {
+			continue
+		}
+		changes = append(changes, Change{Path: target, Content: files[name]})
+	}
+	return changes
+}
+
+// workspace holds the files one plan touches and the objects it writes.
+type workspace struct {
+	ix      *Index
+	files   map[string]*fileEdit
+	objects []ObjectChange
+}
+
+func (ws *workspace) record(w write, p string, action Action) {
+	ws.objects = append(ws.objects, ObjectChange{ID: w.id, Path: p, Action: action})
+}
+
+func (ws *workspace) apply(w write) *Refusal {
+	switch loc, found := ws.ix.find(w.id.key()); {
+	case w.remove && found:
+		ws.edit(loc.path).remove(loc.section)
+		ws.record(w, loc.path, ActionDelete)
+		return nil
+	case w.remove:
+		return nil // already gone
+	case found:
+		return ws.replace(loc, w)
+	}
+	return ws.place(w)
+}
+
+// replace writes an existing document in place, or nothing when the new
+// document is the same.
+func (ws *workspace) replace(loc location, w write) *Refusal {
+	file := ws.edit(loc.path)
+	old := file.body(loc.section)
+	body := withTrailingNewline(w.yaml)
+	if bytes.Equal(old, body) {
+		return nil
+	}
+	top, doc, refusal := checkNewDocument(w, body, loc.path)
+	if refusal != nil {
+		return refusal
+	}
+	// Ciphertext changes on every encryption, so only bytes count there.
+	if !w.sensitive && equivalentYAML(old, top) {
+		return nil
+	}
+	if refusal := file.mixingRefusal(w, loc.section); refusal != nil {
+		return refusal
+	}
+	file.bodies[loc.section] = body
+	file.docs[loc.section] = doc
+	ws.record(w, loc.path, ActionUpdate)
+	return nil
+}
+
+// place writes a new object at its canonical path.
+func (ws *workspace) place(w write) *Refusal {
+	target, err := CanonicalPath(ws.ix.root, w.id, w.sensitive)
+	if err != nil {
+		return &Refusal{ID: w.id, Reason: RefusalIncompleteIdentity, Detail: err.Error()}
+	}
+	if rel, _ := ws.ix.relative(target); classify(rel) != classManifest {
+		return &Refusal{ID: w.id, Path: target, Reason: RefusalAuxiliaryPath,
+			Detail: "the canonical path is an auxiliary file the operator never manages"}
+	}
+	body := withTrailingNewline(w.yaml)
+	_, doc, refusal := checkNewDocument(w, body, target)
+	if refusal != nil {
+		return refusal
+	}
+	_, createdHere := ws.files[target]
+	if w.sensitive && (ws.ix.Has(target) || createdHere) {
+		return &Refusal{ID: w.id, Path: target, Reason: RefusalSensitiveShared,
+			Detail: "a sensitive object is never appended to an existing file"}
+	}
+	file := ws.edit(target)
+	if refusal := file.mixingRefusal(w, noSection); refusal != nil {
+		return refusal
+	}
+	file.appended = append(file.appended, body)
+	file.appendedDocs = append(file.appendedDocs, doc)
+	ws.record(w, target, ActionCreate)
+	return nil
+}
+
+// edit returns the working copy of the file at p, creating it on first use.
+func (ws *workspace) edit(p string) *fileEdit {
+	if file, ok := ws.files[p]; ok {
+		return file
+	}
+	file := &fileEdit{path: p, bodies: make(map[int][]byte), removed: make(map[int]bool)}
+	if original, ok := ws.ix.manifests[p]; ok {
+		file.original = original
+		file.docs = append([]*document(nil), original.docs...)
+	}
+	ws.files[p] = file
+	return file
+}
+
+// changes renders every touched file and keeps those that differ.
+func (ws *workspace) changes() []Change {
+	var changes []Change
+	for p, file := range ws.files {
+		content := file.render()
+		switch {
+		case content == nil && file.original != nil:
+			changes = append(changes, Change{Path: p, Delete: true})
+		case content == nil:
+		case file.original != nil && bytes.Equal(content, file.original.content):
+		default:
+			changes = append(changes, Change{Path: p, Content: content})
+		}
+	}
+	return changes
+}
+
+func withTrailingNewline(b []byte) []byte {
+	if len(b) == 0 || b[len(b)-1] == '\n' {
+		return b
+	}
+	return append(b[:len(b):len(b)], '\n')
+}

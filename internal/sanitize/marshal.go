@@ -1,0 +1,212 @@
+package sanitize
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// topLevelRank orders the keys a reader looks for first; unranked keys follow
+// alphabetically.
+func topLevelRank(key string) int {
+	switch key {
+	case "apiVersion":
+		return 0
+	case "kind":
+		return 1
+	case "metadata":
+		return 2
+	case "spec":
+		return 3
+	case "data":
+		return 4
+	case "stringData":
+		return 5
+	case "binaryData":
+		return 6
+	case "type":
+		return 7
+	case "immutable":
+		return 8
+	}
+	return unranked
+}
+
+func metadataRank(key string) int {
+	switch key {
+	case metaName:
+		return 0
+	case metaNamespace:
+		return 1
+	case metaLabels:
+		return 2
+	case metaAnnotations:
+		return 3
+	}
+	return unranked
+}
+
+func alphabetical(string) int { return unranked }
+
+const unranked = math.MaxInt
+
+// Marshal renders obj as one stable YAML document (see the package
+// documentation for the exact layout). The same object always yields the
+// same bytes. It does not sanitize: pass it the result of Sanitize.
+func Marshal(obj *unstructured.Unstructured) ([]byte, error) {
+	if obj == nil || obj.Object == nil {
+		return nil, errors.New("marshal object: object is nil")
+	}
+	root, err := mappingNode(obj.Object, topLevelRank, "")
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s: %w", IdentityOf(obj), err)
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	enc.CompactSeqIndent()
+	if err := enc.Encode(root); err != nil {
+		return nil, fmt.Errorf("marshal %s: encode yaml: %w", IdentityOf(obj), err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("marshal %s: flush yaml: %w", IdentityOf(obj), err)
+	}
+	return buf.Bytes(), nil
+}
+
+// mappingNode renders m with its keys ordered by rank, then alphabetically.
+// fieldPath names m in errors.
+func mappingNode(m map[string]interface{}, rank func(string) int, fieldPath string) (*yaml.Node, error) {
+	keys := make([]string, 0, len(m))
+	for key := range m {
+		keys = append(keys, key)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ri, rj := rank(keys[i]), rank(keys[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return keys[i] < keys[j]
+	})
+	node := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: make([]*yaml.Node, 0, 2*len(keys))}
+	for _, key := range keys {
+		childPath := fieldPath + "." + key
+		childRank := alphabetical
+		if fieldPath == "" && key == "metadata" {
+			childRank = metadataRank
+		}
+		value, err := valueNode(m[key], childRank, childPath)
+		if err != nil {
+			return nil, err
+		}
+		node.Content = append(node.Content, keyNode(key), value)
+	}
+	return node, nil
+}
+
+// valueNode renders one JSON-compatible value.
+func valueNode(value interface{}, rank func(string) int, fieldPath string) (*yaml.Node, error) {
+	switch typed := value.(type) {
+	case map[string]interface{}:
+		return mappingNode(typed, rank, fieldPath)
+	case []interface{}:
+		node := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: make([]*yaml.Node, 0, len(typed))}
+		for i, item := range typed {
+			child, err := valueNode(item, alphabetical, fieldPath+"["+strconv.Itoa(i)+"]")
+			if err != nil {
+				return nil, err
+			}
+			node.Content = append(node.Content, child)
+		}
+		return node, nil
+	case string:
+		return stringNode(typed), nil
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(typed)}, nil
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
+	}
+	return numberNode(value, fieldPath)
+}
+
+// numberNode renders the numeric types unstructured content can hold.
+func numberNode(value interface{}, fieldPath string) (*yaml.Node, error) {
+	switch typed := value.(type) {
+	case int64:
+		return intNode(strconv.FormatInt(typed, 10)), nil
+	case int:
+		return intNode(strconv.Itoa(typed)), nil
+	case int32:
+		return intNode(strconv.FormatInt(int64(typed), 10)), nil
+	case float64:
+		return floatNode(typed), nil
+	case float32:
+		return floatNode(float64(typed)), nil
+	case json.Number:
+		if i, err := typed.Int64(); err == nil {
+			return intNode(strconv.FormatInt(i, 10)), nil
+		}
+		f, err := typed.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("field %s: number %q: %w", fieldPath, typed, err)
+		}
+		return floatNode(f), nil
+	}
+	return nil, fmt.Errorf("field %s: unsupported value type %T", fieldPath, value)
+}
+
+func intNode(text string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: text}
+}
+
+// floatNode keeps a float a float when read back: an integral value gets a
+// ".0" so it does not come back as an int.
+func floatNode(f float64) *yaml.Node {
+	var text string
+	switch {
+	case math.IsInf(f, 1):
+		text = ".inf"
+	case math.IsInf(f, -1):
+		text = "-.inf"
+	case math.IsNaN(f):
+		text = ".nan"
+	default:
+		text = strconv.FormatFloat(f, 'g', -1, 64)
+		if !strings.ContainsAny(text, ".eE") {
+			text += ".0"
+		}
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: text}
+}
+
+// stringNode renders a string value: multi-line strings as literal blocks,
+// strings a YAML reader could mis-type quoted. The emitter still falls back
+// to a quoted style when a literal block cannot hold the value exactly
+// (trailing spaces on a line, for example).
+func stringNode(s string) *yaml.Node {
+	node := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	switch {
+	case strings.Contains(s, "\n"):
+		node.Style = yaml.LiteralStyle
+	case ambiguousPlainScalar(s):
+		node.Style = yaml.DoubleQuotedStyle
+	}
+	return node
+}
+
+// keyNode renders a map key; keys are never block scalars.
+func keyNode(key string) *yaml.Node {
+	node := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+	if strings.Contains(key, "\n") || ambiguousPlainScalar(key) {
+		node.Style = yaml.DoubleQuotedStyle
+	}
+	return node
+}
