@@ -1,0 +1,24 @@
+package discovery_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/configbutler/gitops-reverser/test/harness"
+)
+
+// kube is a real etcd + kube-apiserver with the operator's CRDs installed,
+// shared by the tests that prove the catalog against real discovery.
+var kube *harness.Kube
+
+func TestMain(m *testing.M) {
+	var err error
+	if kube, err = harness.StartKube(harness.KubeOptions{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	kube.Stop()
+	os.Exit(code)
+}
