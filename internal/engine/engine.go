@@ -1,0 +1,121 @@
+// Package engine holds the operator's running state — source contexts,
+// branch workers and target mirrors — behind a small API the reconcilers
+// call. It is a controller-runtime Runnable that needs leader election, so
+// exactly one replica does object-state work.
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/discovery"
+	"github.com/configbutler/gitops-reverser/internal/mirror"
+)
+
+// ErrNotStarted is returned until the engine runs (the replica is not the
+// leader yet); reconcilers requeue.
+var ErrNotStarted = errors.New("the mirroring engine is not running on this replica yet")
+
+// Options configure an Engine.
+type Options struct {
+	// LocalConfig is the operator's own cluster, the source of a
+	// ClusterProvider without a kubeConfig.
+	LocalConfig *rest.Config
+	Policy      discovery.Policy
+	// BufferMax closes a commit window once it holds this many bytes.
+	BufferMax int
+	Log       logr.Logger
+	Metrics   Metrics
+}
+
+// Metrics is what the engine reports to.
+type Metrics interface {
+	branch.Observer
+	mirror.Observer
+}
+
+// Engine is the running state shared by the reconcilers.
+type Engine struct {
+	opts Options
+	// changed carries GitTargets whose runtime state changed (a commit, a
+	// refusal, a failure), so their status is refreshed promptly.
+	changed chan event.GenericEvent
+
+	mu      sync.Mutex
+	ctx     context.Context
+	started chan struct{}
+	sources map[string]*Source
+	workers map[branch.Key]*workerEntry
+	targets map[branch.TargetKey]*targetEntry
+}
+
+// New builds an engine; add it to the manager with mgr.Add.
+func New(opts Options) *Engine {
+	return &Engine{
+		opts:    opts,
+		changed: make(chan event.GenericEvent, 256),
+		started: make(chan struct{}),
+		sources: map[string]*Source{},
+		workers: map[branch.Key]*workerEntry{},
+		targets: map[branch.TargetKey]*targetEntry{},
+	}
+}
+
+// Changed is the channel reconcilers watch (source.Channel) for GitTargets
+// whose status should be refreshed.
+func (e *Engine) Changed() <-chan event.GenericEvent { return e.changed }
+
+// NeedLeaderElection: object-state work runs on the elected replica only.
+func (e *Engine) NeedLeaderElection() bool { return true }
+
+// Start runs until ctx ends, then stops every stream and lets every worker
+// commit what it holds.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	e.ctx = ctx
+	close(e.started)
+	e.mu.Unlock()
+	<-ctx.Done()
+	e.stopAll()
+	return nil
+}
+
+func (e *Engine) running() (context.Context, error) {
+	select {
+	case <-e.started:
+		return e.ctx, nil
+	default:
+		return nil, ErrNotStarted
+	}
+}
+
+func (e *Engine) stopAll() {
+	e.mu.Lock()
+	targets := e.targets
+	workers := e.workers
+	e.targets = map[branch.TargetKey]*targetEntry{}
+	e.workers = map[branch.Key]*workerEntry{}
+	e.mu.Unlock()
+	for _, t := range targets {
+		t.mirror.Stop()
+	}
+	for _, w := range workers {
+		w.stop()
+	}
+}
+
+// notify queues a status refresh for a target without ever blocking a
+// worker: a full channel means a refresh is already queued.
+func (e *Engine) notify(t branch.TargetKey) {
+	ev := event.GenericEvent{Object: targetObject(t)}
+	select {
+	case e.changed <- ev:
+	default:
+	}
+}

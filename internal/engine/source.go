@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/discovery"
+	"github.com/configbutler/gitops-reverser/internal/rules"
+)
+
+// catalogRefresh is how often a source's API surface is scanned again.
+const catalogRefresh = 30 * time.Second
+
+// Source is one source cluster's context: its clients and its discovery
+// catalog. Sources are keyed by ClusterProvider name, so two providers for
+// the same server stay separate.
+type Source struct {
+	Name        string
+	Dynamic     dynamic.Interface
+	Kube        kubernetes.Interface
+	Catalog     *discovery.Catalog
+	fingerprint string
+	cancel      context.CancelFunc
+}
+
+// EnsureSource returns the source for a ClusterProvider, building it (and
+// refreshing its catalog once) when it is new or its configuration changed,
+// as told by fingerprint.
+func (e *Engine) EnsureSource(ctx context.Context, name string, cfg *rest.Config, fingerprint string) (*Source, error) {
+	runCtx, err := e.running()
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	existing := e.sources[name]
+	e.mu.Unlock()
+	if existing != nil && existing.fingerprint == fingerprint {
+		return existing, nil
+	}
+	src, err := newSource(name, cfg, fingerprint, e.opts.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if err := src.Catalog.Refresh(ctx); err != nil {
+		return nil, fmt.Errorf("reading the API surface of source %s: %w", name, err)
+	}
+	srcCtx, cancel := context.WithCancel(runCtx)
+	src.cancel = cancel
+	go src.refreshLoop(srcCtx, e)
+	e.mu.Lock()
+	if old := e.sources[name]; old != nil {
+		old.cancel()
+	}
+	e.sources[name] = src
+	e.mu.Unlock()
+	return src, nil
+}
+
+// SourceFor returns a running source, or nil.
+func (e *Engine) SourceFor(name string) *Source {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sources[name]
+}
+
+// RemoveSource stops a source that no GitTarget needs any more.
+func (e *Engine) RemoveSource(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if src := e.sources[name]; src != nil {
+		src.cancel()
+		delete(e.sources, name)
+	}
+}
+
+func newSource(name string, cfg *rest.Config, fingerprint string, policy discovery.Policy) (*Source, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the dynamic client of source %s: %w", name, err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the client of source %s: %w", name, err)
+	}
+	return &Source{
+		Name: name, Dynamic: dyn, Kube: kube, fingerprint: fingerprint,
+		Catalog: &discovery.Catalog{Discovery: kube.Discovery(), Policy: policy},
+	}, nil
+}
+
+// refreshLoop rescans discovery on a cadence; a changed surface asks every
+// GitTarget on this source to resolve its rules again.
+func (s *Source) refreshLoop(ctx context.Context, e *Engine) {
+	ticker := time.NewTicker(catalogRefresh)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			before := s.Catalog.Generation()
+			if err := s.Catalog.Refresh(ctx); err != nil {
+				e.opts.Log.Info("discovery refresh failed; keeping the last known API surface", "source", s.Name, "error", err.Error())
+				continue
+			}
+			if s.Catalog.Generation() != before {
+				e.notifySource(s.Name)
+			}
+		}
+	}
+}
+
+// Refresh rescans the source's API surface now (a CRD changed).
+func (s *Source) Refresh(ctx context.Context) error { return s.Catalog.Refresh(ctx) }
+
+// Namespaces lists the source's namespaces with their labels, for
+// selector and "*" source-namespace policies.
+func (s *Source) Namespaces(ctx context.Context) ([]rules.NamespaceInfo, error) {
+	list, err := s.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces of source %s: %w", s.Name, err)
+	}
+	out := make([]rules.NamespaceInfo, 0, len(list.Items))
+	for _, ns := range list.Items {
+		if ns.Status.Phase == corev1.NamespaceTerminating {
+			continue
+		}
+		out = append(out, rules.NamespaceInfo{Name: ns.Name, Labels: ns.Labels})
+	}
+	return out, nil
+}
+
+func (e *Engine) notifySource(name string) {
+	e.mu.Lock()
+	var keys []branch.TargetKey
+	for key, t := range e.targets {
+		if t.spec.Source == name {
+			keys = append(keys, key)
+		}
+	}
+	e.mu.Unlock()
+	for _, k := range keys {
+		e.notify(k)
+	}
+}

@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/internal/mirror"
+	"github.com/configbutler/gitops-reverser/internal/rules"
+	"github.com/configbutler/gitops-reverser/internal/watch"
+)
+
+// TargetSpec is everything the engine needs to mirror one GitTarget.
+type TargetSpec struct {
+	Key    branch.TargetKey
+	Path   string
+	Worker branch.Key
+	// Settings build the worker when it does not run yet or changed.
+	Settings WorkerSettings
+	// Source is the ClusterProvider name; EnsureSource must have run.
+	Source            string
+	Claims            []rules.Claim
+	SensitiveWritable bool
+}
+
+type targetEntry struct {
+	spec        TargetSpec
+	mirror      *mirror.Target
+	worker      *branch.Worker
+	source      *Source
+	lastCommit  *branch.CommitInfo
+	lastError   error
+	unsupported bool
+	// refused counts objects not written, by reason, since the last apply.
+	refused map[string]int
+}
+
+// TargetStatus is the runtime half of a GitTarget's status.
+type TargetStatus struct {
+	Streams    mirror.Summary
+	LastCommit *branch.CommitInfo
+	// LastError is the last commit failure since the last commit.
+	LastError error
+	// Unsupported: the path holds content the operator will not manage.
+	Unsupported bool
+	// Refused counts objects not written, by reason.
+	Refused map[string]int
+}
+
+// ApplyTarget makes the engine mirror spec: the worker runs, knows the
+// target, and one watch stream per claim runs against the source. A change
+// of worker or source restarts the target's streams (with a replay).
+func (e *Engine) ApplyTarget(spec TargetSpec) error {
+	runCtx, err := e.running()
+	if err != nil {
+		return err
+	}
+	src := e.SourceFor(spec.Source)
+	if src == nil {
+		return fmt.Errorf("source %s is not connected", spec.Source)
+	}
+	worker, replaced := e.ensureWorker(runCtx, spec.Worker, spec.Settings)
+	if err := worker.SetTarget(runCtx, branch.Target{Key: spec.Key, Path: spec.Path}); err != nil {
+		return fmt.Errorf("registering GitTarget %s with its branch worker: %w", spec.Key, err)
+	}
+	e.mu.Lock()
+	entry := e.targets[spec.Key]
+	restart := entry == nil || replaced || entry.worker != worker || entry.source != src || entry.spec.Path != spec.Path
+	var old *mirror.Target
+	if restart {
+		if entry != nil {
+			old = entry.mirror
+		}
+		entry = &targetEntry{spec: spec, worker: worker, source: src, refused: map[string]int{}}
+		entry.mirror = mirror.NewTarget(runCtx, mirror.TargetOptions{
+			Key: spec.Key, Client: src.Dynamic, Sink: worker, Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
+			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()),
+		})
+		e.targets[spec.Key] = entry
+	}
+	entry.spec = spec
+	e.mu.Unlock()
+	if old != nil {
+		old.Stop()
+	}
+	entry.mirror.SetSensitiveWritable(spec.SensitiveWritable)
+	entry.mirror.Update(spec.Claims)
+	return nil
+}
+
+// RemoveTarget stops mirroring a GitTarget. Its files stay in Git.
+func (e *Engine) RemoveTarget(ctx context.Context, key branch.TargetKey) {
+	e.mu.Lock()
+	entry := e.targets[key]
+	delete(e.targets, key)
+	e.mu.Unlock()
+	if entry == nil {
+		return
+	}
+	entry.mirror.Stop()
+	_ = entry.worker.RemoveTarget(ctx, key)
+	e.releaseWorker(entry.spec.Worker)
+}
+
+// Status reports a target's runtime state; ok is false when it is not
+// mirrored.
+func (e *Engine) Status(key branch.TargetKey) (TargetStatus, bool) {
+	e.mu.Lock()
+	entry := e.targets[key]
+	if entry == nil {
+		e.mu.Unlock()
+		return TargetStatus{}, false
+	}
+	st := TargetStatus{LastCommit: entry.lastCommit, LastError: entry.lastError, Unsupported: entry.unsupported,
+		Refused: map[string]int{}}
+	for k, v := range entry.refused {
+		st.Refused[k] = v
+	}
+	m := entry.mirror
+	e.mu.Unlock()
+	st.Streams = m.Summary()
+	return st, true
+}
+
+// RefusedReasons lists the reasons with a count, sorted, for messages.
+func (s TargetStatus) RefusedReasons() []string {
+	var out []string
+	for r := range s.Refused {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// targetObserver records refusals per target for status and forwards
+// everything to metrics.
+type targetObserver struct {
+	engine  *Engine
+	metrics Metrics
+}
+
+func (o *targetObserver) Forwarded(t branch.TargetKey, kind string) {
+	if o.metrics != nil {
+		o.metrics.Forwarded(t, kind)
+	}
+}
+
+func (o *targetObserver) ObjectRefused(t branch.TargetKey, reason string, id manifest.ObjectID) {
+	o.engine.mu.Lock()
+	entry := o.engine.targets[t]
+	first := false
+	if entry != nil {
+		first = entry.refused[reason] == 0
+		entry.refused[reason]++
+	}
+	o.engine.mu.Unlock()
+	if o.metrics != nil {
+		o.metrics.ObjectRefused(t, reason, id)
+	}
+	if first {
+		o.engine.notify(t)
+	}
+}
+
+func (o *targetObserver) StreamObserver() watch.Observer {
+	if o.metrics == nil {
+		return watch.NopObserver{}
+	}
+	return o.metrics.StreamObserver()
+}
+
+// targetObject is the object a status-refresh event names.
+func targetObject(t branch.TargetKey) *v1alpha3.GitTarget {
+	return &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}
+}

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+)
+
+// WorkerSettings is what a branch worker is built from, with a fingerprint
+// of the GitProvider generation and credentials it came from: a different
+// fingerprint replaces the worker.
+type WorkerSettings struct {
+	Config      branch.Config
+	Fingerprint string
+}
+
+type workerEntry struct {
+	worker      *branch.Worker
+	fingerprint string
+	cancel      context.CancelFunc
+	done        chan struct{}
+}
+
+func (w *workerEntry) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// ensureWorker returns the running worker for key, starting or replacing it
+// when the settings changed. Callers hold no lock.
+func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSettings) (*branch.Worker, bool) {
+	e.mu.Lock()
+	existing := e.workers[key]
+	if existing != nil && existing.fingerprint == s.Fingerprint {
+		e.mu.Unlock()
+		return existing.worker, false
+	}
+	delete(e.workers, key)
+	e.mu.Unlock()
+	if existing != nil {
+		existing.stop() // commits what it holds before the new one starts
+	}
+	cfg := s.Config
+	cfg.Key = key
+	cfg.Log = e.opts.Log.WithValues("worker", key.String())
+	cfg.BufferMax = e.opts.BufferMax
+	if e.opts.Metrics != nil {
+		cfg.Observer = e.opts.Metrics
+	}
+	cfg.OnCommit = e.committed
+	cfg.OnError = e.failed
+	w := branch.New(cfg)
+	ctx, cancel := context.WithCancel(runCtx)
+	entry := &workerEntry{worker: w, fingerprint: s.Fingerprint, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(entry.done)
+		_ = w.Run(ctx)
+	}()
+	e.mu.Lock()
+	e.workers[key] = entry
+	e.mu.Unlock()
+	return w, true
+}
+
+// releaseWorker stops a worker no target uses any more.
+func (e *Engine) releaseWorker(key branch.Key) {
+	e.mu.Lock()
+	for _, t := range e.targets {
+		if t.spec.Worker == key {
+			e.mu.Unlock()
+			return
+		}
+	}
+	entry := e.workers[key]
+	delete(e.workers, key)
+	e.mu.Unlock()
+	if entry != nil {
+		entry.stop()
+	}
+}
+
+func (e *Engine) committed(info branch.CommitInfo) {
+	e.mu.Lock()
+	if t := e.targets[info.Target]; t != nil {
+		c := info
+		t.lastCommit = &c
+		t.lastError = nil
+	}
+	e.mu.Unlock()
+	e.notify(info.Target)
+}
+
+func (e *Engine) failed(target branch.TargetKey, err error) {
+	e.mu.Lock()
+	if t := e.targets[target]; t != nil {
+		t.lastError = err
+		var unsupported *manifest.UnsupportedContentError
+		t.unsupported = errors.As(err, &unsupported)
+	}
+	e.mu.Unlock()
+	e.notify(target)
+}
+
+// Flush commits the target's open window now and waits for it to reach the
+// remote.
+func (e *Engine) Flush(ctx context.Context, target branch.TargetKey) error {
+	e.mu.Lock()
+	t := e.targets[target]
+	var w *branch.Worker
+	if t != nil {
+		w = t.worker
+	}
+	e.mu.Unlock()
+	if w == nil {
+		return errors.New("the GitTarget is not mirrored")
+	}
+	return w.Flush(ctx, target)
+}

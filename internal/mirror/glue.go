@@ -1,0 +1,115 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+
+	"github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/discovery"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/internal/rules"
+	"github.com/configbutler/gitops-reverser/internal/sanitize"
+	"github.com/configbutler/gitops-reverser/internal/watch"
+)
+
+// Sink is the branch worker as a target sees it.
+type Sink interface {
+	Write(ctx context.Context, target branch.TargetKey, author branch.Author, w branch.Write) error
+	Sync(ctx context.Context, target branch.TargetKey, sweep *branch.Sweep, closeWindow bool) error
+}
+
+// streamGlue handles one claim's stream: it decides what of each event
+// reaches Git, and collects a replay's present set for the sweep.
+type streamGlue struct {
+	target *Target
+	claim  rules.Claim
+	// present are the objects this replay forwarded; controller-owned and
+	// refused objects are left out, so a sweep removes them from Git.
+	present []manifest.ObjectID
+}
+
+func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
+	switch ev.Kind {
+	case watch.ReplayStart:
+		g.present = g.present[:0]
+		g.target.replayStarted(g.claim)
+	case watch.Upsert:
+		return g.upsert(ctx, ev)
+	case watch.Delete:
+		if !g.follows(ev.Type) {
+			return nil
+		}
+		id := g.objectID(ev.Object)
+		g.target.observer.Forwarded(g.target.Key, "delete")
+		return g.target.sink.Write(ctx, g.target.Key, branch.Author{}, branch.Write{ID: id, Sensitive: g.claim.Sensitive, Received: ev.Received})
+	case watch.Synced:
+		return g.synced(ctx)
+	}
+	return nil
+}
+
+func (g *streamGlue) upsert(ctx context.Context, ev watch.Event) error {
+	obj := ev.Object
+	if discovery.IsControllerOwned(obj) || (!ev.Replay && !g.follows(ev.Type)) {
+		return nil
+	}
+	id := g.objectID(obj)
+	if g.claim.Sensitive && !g.target.sensitiveWritable() {
+		g.target.refuse(v1alpha3.ReasonEncryptionRequired, id)
+		return nil
+	}
+	content, err := sanitize.Marshal(sanitize.Sanitize(obj))
+	if err != nil {
+		g.target.refuse("MarshalFailed", id)
+		g.target.log.Error(err, "cannot render an object as YAML; it is not written", "object", id.String())
+		return nil
+	}
+	if ev.Replay {
+		g.present = append(g.present, id)
+	}
+	g.target.observer.Forwarded(g.target.Key, "upsert")
+	return g.target.sink.Write(ctx, g.target.Key, branch.Author{}, branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received})
+}
+
+// synced hands the replay's sweep to the worker. A sensitive type that
+// cannot be written is not swept either: Git keeps what it has rather than
+// losing encrypted files to a configuration gap.
+func (g *streamGlue) synced(ctx context.Context) error {
+	var sweep *branch.Sweep
+	if !g.claim.Sensitive || g.target.sensitiveWritable() {
+		sweep = &branch.Sweep{
+			Scope:   manifest.SweepScope{Group: g.claim.GVR.Group, Kind: g.claim.Kind, Namespace: g.claim.Namespace},
+			Present: slices.Clone(g.present),
+		}
+	}
+	g.present = g.present[:0]
+	allSynced := g.target.replayDone(g.claim)
+	if err := g.target.sink.Sync(ctx, g.target.Key, sweep, allSynced); err != nil {
+		return fmt.Errorf("handing the %s sweep to the branch worker: %w", g.claim.GVR.Resource, err)
+	}
+	return nil
+}
+
+// follows applies the rule's operations to a live event.
+func (g *streamGlue) follows(typ apiwatch.EventType) bool {
+	op := map[apiwatch.EventType]v1alpha3.OperationType{
+		apiwatch.Added: v1alpha3.OperationCreate, apiwatch.Modified: v1alpha3.OperationUpdate, apiwatch.Deleted: v1alpha3.OperationDelete,
+	}[typ]
+	return len(g.claim.Operations) == 0 || slices.Contains(g.claim.Operations, op) || slices.Contains(g.claim.Operations, v1alpha3.OperationAll)
+}
+
+func (g *streamGlue) objectID(obj *unstructured.Unstructured) manifest.ObjectID {
+	kind := obj.GetKind()
+	if kind == "" {
+		kind = g.claim.Kind
+	}
+	return manifest.ObjectID{
+		Group: g.claim.GVR.Group, Version: g.claim.GVR.Version, Kind: kind, Resource: g.claim.GVR.Resource,
+		Namespace: obj.GetNamespace(), Name: obj.GetName(),
+	}
+}

@@ -1,0 +1,224 @@
+package mirror
+
+import (
+	"context"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
+
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/internal/rules"
+	"github.com/configbutler/gitops-reverser/internal/watch"
+)
+
+// Observer is told what targets do, for metrics and status.
+type Observer interface {
+	// Event: an object event of kind ("upsert", "delete") went to the worker.
+	Forwarded(target branch.TargetKey, kind string)
+	// Refused: an object was not written, for reason.
+	ObjectRefused(target branch.TargetKey, reason string, object manifest.ObjectID)
+	StreamObserver() watch.Observer
+}
+
+// Target mirrors one GitTarget: one watch stream per claim, all feeding the
+// target's branch worker.
+type Target struct {
+	Key branch.TargetKey
+	// ctx bounds every stream: the manager's lifetime, not a reconcile's.
+	ctx      context.Context
+	client   dynamic.Interface
+	sink     Sink
+	observer Observer
+	log      logr.Logger
+	clock    clock.Clock
+
+	mu        sync.Mutex
+	streams   map[claimKey]*running
+	sensitive bool
+}
+
+type claimKey struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+}
+
+type running struct {
+	claim  rules.Claim
+	stream *watch.Stream
+	cancel context.CancelFunc
+	done   chan struct{}
+	synced bool
+}
+
+// TargetOptions builds a Target.
+type TargetOptions struct {
+	Key      branch.TargetKey
+	Client   dynamic.Interface
+	Sink     Sink
+	Observer Observer
+	Log      logr.Logger
+	Clock    clock.Clock
+}
+
+// NewTarget returns a target with no streams; Update starts them. Streams
+// run until ctx ends or Stop.
+func NewTarget(ctx context.Context, o TargetOptions) *Target {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+	return &Target{Key: o.Key, ctx: ctx, client: o.Client, sink: o.Sink, observer: o.Observer, log: o.Log, clock: o.Clock,
+		streams: map[claimKey]*running{}}
+}
+
+// SetSensitiveWritable says whether sensitive objects can be written
+// (encryption is configured). Until then they are refused, never written in
+// plaintext.
+func (t *Target) SetSensitiveWritable(ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sensitive = ok
+}
+
+func (t *Target) sensitiveWritable() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sensitive
+}
+
+// Update makes the running streams match claims: new claims start with a
+// replay, dropped claims stop, claims whose operations changed restart.
+func (t *Target) Update(claims []rules.Claim) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	want := map[claimKey]rules.Claim{}
+	for _, c := range claims {
+		want[claimKey{c.GVR, c.Namespace}] = c
+	}
+	for key, r := range t.streams {
+		if c, ok := want[key]; !ok || !sameClaim(c, r.claim) {
+			t.stopLocked(key, r)
+		}
+	}
+	for key, c := range want {
+		if _, ok := t.streams[key]; !ok {
+			t.startLocked(key, c)
+		}
+	}
+}
+
+func sameClaim(a, b rules.Claim) bool {
+	if a.Kind != b.Kind || a.Sensitive != b.Sensitive || len(a.Operations) != len(b.Operations) {
+		return false
+	}
+	for i := range a.Operations {
+		if a.Operations[i] != b.Operations[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *Target) startLocked(key claimKey, c rules.Claim) {
+	glue := &streamGlue{target: t, claim: c}
+	stream := &watch.Stream{
+		Client:   t.client,
+		Scope:    watch.Scope{GVR: c.GVR, Namespace: c.Namespace},
+		Handler:  glue.handle,
+		Observer: t.observer.StreamObserver(),
+		Clock:    t.clock,
+		Log:      t.log,
+	}
+	sctx, cancel := context.WithCancel(t.ctx)
+	r := &running{claim: c, stream: stream, cancel: cancel, done: make(chan struct{})}
+	t.streams[key] = r
+	go func() {
+		defer close(r.done)
+		if err := stream.Run(sctx); err != nil {
+			t.log.Error(err, "watch stream stopped", "scope", stream.Scope.String())
+		}
+	}()
+}
+
+func (t *Target) stopLocked(key claimKey, r *running) {
+	r.cancel()
+	delete(t.streams, key)
+}
+
+// Stop ends every stream and waits for them.
+func (t *Target) Stop() {
+	t.mu.Lock()
+	var all []*running
+	for key, r := range t.streams {
+		all = append(all, r)
+		t.stopLocked(key, r)
+	}
+	t.mu.Unlock()
+	for _, r := range all {
+		<-r.done
+	}
+}
+
+func (t *Target) replayStarted(c rules.Claim) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r, ok := t.streams[claimKey{c.GVR, c.Namespace}]; ok {
+		r.synced = false
+	}
+}
+
+// replayDone marks the claim synced and reports whether every stream of the
+// target has now finished its replay: then the replay's window can close at
+// once instead of waiting for the commit window's silence.
+func (t *Target) replayDone(c rules.Claim) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r, ok := t.streams[claimKey{c.GVR, c.Namespace}]; ok {
+		r.synced = true
+	}
+	for _, r := range t.streams {
+		if !r.synced {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *Target) refuse(reason string, id manifest.ObjectID) {
+	t.observer.ObjectRefused(t.Key, reason, id)
+}
+
+// Summary counts the target's streams by phase.
+type Summary struct {
+	Total, Running, Replaying, Failing int
+}
+
+// Summary reports the streams by phase, for GitTarget status.
+func (t *Target) Summary() Summary {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := Summary{Total: len(t.streams)}
+	for _, r := range t.streams {
+		switch r.stream.Phase() {
+		case watch.PhaseRunning:
+			s.Running++
+		case watch.PhaseFailing:
+			s.Failing++
+		default:
+			s.Replaying++
+		}
+	}
+	return s
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Forwarded(branch.TargetKey, string)                        {}
+func (nopObserver) ObjectRefused(branch.TargetKey, string, manifest.ObjectID) {}
+func (nopObserver) StreamObserver() watch.Observer                            { return watch.NopObserver{} }
