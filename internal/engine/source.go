@@ -23,7 +23,9 @@ const catalogRefresh = 30 * time.Second
 // catalog. Sources are keyed by ClusterProvider name, so two providers for
 // the same server stay separate.
 type Source struct {
-	Name        string
+	Name string
+	// Local is the operator's own cluster, where CRD changes are watched.
+	Local       bool
 	Dynamic     dynamic.Interface
 	Kube        kubernetes.Interface
 	Catalog     *discovery.Catalog
@@ -31,10 +33,19 @@ type Source struct {
 	cancel      context.CancelFunc
 }
 
+// SourceConfig is how to reach a source cluster.
+type SourceConfig struct {
+	Config *rest.Config
+	// Local is the operator's own cluster.
+	Local bool
+	// Fingerprint changes when the configuration does; a new one rebuilds the
+	// source.
+	Fingerprint string
+}
+
 // EnsureSource returns the source for a ClusterProvider, building it (and
-// refreshing its catalog once) when it is new or its configuration changed,
-// as told by fingerprint.
-func (e *Engine) EnsureSource(ctx context.Context, name string, cfg *rest.Config, fingerprint string) (*Source, error) {
+// refreshing its catalog once) when it is new or its configuration changed.
+func (e *Engine) EnsureSource(ctx context.Context, name string, sc SourceConfig) (*Source, error) {
 	runCtx, err := e.running()
 	if err != nil {
 		return nil, err
@@ -42,10 +53,10 @@ func (e *Engine) EnsureSource(ctx context.Context, name string, cfg *rest.Config
 	e.mu.Lock()
 	existing := e.sources[name]
 	e.mu.Unlock()
-	if existing != nil && existing.fingerprint == fingerprint {
+	if existing != nil && existing.fingerprint == sc.Fingerprint {
 		return existing, nil
 	}
-	src, err := newSource(name, cfg, fingerprint, e.opts.Policy)
+	src, err := newSource(name, sc, e.opts.Policy)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +92,8 @@ func (e *Engine) RemoveSource(name string) {
 	}
 }
 
-func newSource(name string, cfg *rest.Config, fingerprint string, policy discovery.Policy) (*Source, error) {
+func newSource(name string, sc SourceConfig, policy discovery.Policy) (*Source, error) {
+	cfg := sc.Config
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client of source %s: %w", name, err)
@@ -91,7 +103,7 @@ func newSource(name string, cfg *rest.Config, fingerprint string, policy discove
 		return nil, fmt.Errorf("building the client of source %s: %w", name, err)
 	}
 	return &Source{
-		Name: name, Dynamic: dyn, Kube: kube, fingerprint: fingerprint,
+		Name: name, Local: sc.Local, Dynamic: dyn, Kube: kube, fingerprint: sc.Fingerprint,
 		Catalog: &discovery.Catalog{Discovery: kube.Discovery(), Policy: policy},
 	}, nil
 }
@@ -149,5 +161,23 @@ func (e *Engine) notifySource(name string) {
 	e.mu.Unlock()
 	for _, k := range keys {
 		e.notify(k)
+	}
+}
+
+// RefreshLocalSources rescans every source that is the operator's own
+// cluster (a control-plane CRD changed).
+func (e *Engine) RefreshLocalSources(ctx context.Context) {
+	e.mu.Lock()
+	var local []*Source
+	for _, s := range e.sources {
+		if s.Local {
+			local = append(local, s)
+		}
+	}
+	e.mu.Unlock()
+	for _, s := range local {
+		if err := s.Refresh(ctx); err != nil {
+			e.opts.Log.Info("discovery refresh after a CRD change failed", "source", s.Name, "error", err.Error())
+		}
 	}
 }
