@@ -112,7 +112,8 @@ func (w *Worker) message(win *window, plan *windowPlan) (string, error) {
 
 func (w *Worker) observeCommit(win *window, plan *windowPlan, res forges.CommitResult, start time.Time) {
 	now := w.cfg.Clock.Now()
-	w.cfg.Observer.Commit(w.cfg.Key, win.author.kind(), len(plan.changes), now.Sub(start))
+	w.cfg.Observer.Commit(w.cfg.Key, CommitStats{Author: win.author.kind(), Objects: len(plan.changes),
+		SweepDeletes: plan.sweepDeletes, Took: now.Sub(start)})
 	for _, wr := range win.writes {
 		if !wr.Received.IsZero() {
 			w.cfg.Observer.EventToCommit(w.cfg.Key, now.Sub(wr.Received))

@@ -5,8 +5,8 @@ import "time"
 // Observer is told what workers do, for metrics.
 type Observer interface {
 	QueueDepth(worker Key, depth int)
-	// Commit: a commit of objects reached the remote, taking took.
-	Commit(worker Key, author AuthorKind, objects int, took time.Duration)
+	// Commit: a commit reached the remote.
+	Commit(worker Key, stats CommitStats)
 	// EventToCommit: one write reached the remote latency after its watch
 	// event arrived.
 	EventToCommit(worker Key, latency time.Duration)
@@ -16,11 +16,22 @@ type Observer interface {
 	Refused(worker Key, reason string)
 }
 
+// CommitStats describes one commit for metrics.
+type CommitStats struct {
+	Author AuthorKind
+	// Objects created, updated or deleted.
+	Objects int
+	// SweepDeletes are deletes a replay's mark-and-sweep found.
+	SweepDeletes int
+	// Took is how long the forge took.
+	Took time.Duration
+}
+
 // NopObserver observes nothing.
 type NopObserver struct{}
 
-func (NopObserver) QueueDepth(Key, int)                        {}
-func (NopObserver) Commit(Key, AuthorKind, int, time.Duration) {}
-func (NopObserver) EventToCommit(Key, time.Duration)           {}
-func (NopObserver) Conflict(Key)                               {}
-func (NopObserver) Refused(Key, string)                        {}
+func (NopObserver) QueueDepth(Key, int)              {}
+func (NopObserver) Commit(Key, CommitStats)          {}
+func (NopObserver) EventToCommit(Key, time.Duration) {}
+func (NopObserver) Conflict(Key)                     {}
+func (NopObserver) Refused(Key, string)              {}

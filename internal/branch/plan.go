@@ -19,6 +19,8 @@ type windowPlan struct {
 	touched      []string
 	changes      []Change
 	refusals     []manifest.Refusal
+	// sweepDeletes counts deletes that came from a replay's sweep.
+	sweepDeletes int
 }
 
 func (p *windowPlan) refusalError() error {
@@ -39,9 +41,11 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 	ts := s.targets[win.target]
 	ix := ts.index
 	var ops []manifest.Op
+	swept := map[manifest.ObjectID]bool{}
 	for _, sw := range win.sweeps {
 		for _, d := range manifest.Sweep(ix, sw.Scope, sw.Present) {
 			ops = append(ops, d)
+			swept[identity(d.ID)] = true
 		}
 	}
 	writes := win.orderedWrites()
@@ -65,6 +69,11 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 		}
 	}
 	plan.changes = describe(res)
+	for _, o := range res.Objects {
+		if o.Action == manifest.ActionDelete && swept[identity(o.ID)] {
+			plan.sweepDeletes++
+		}
+	}
 	return plan, nil
 }
 

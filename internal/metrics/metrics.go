@@ -1,0 +1,140 @@
+// Package metrics defines the operator's Prometheus families and implements
+// the observer interfaces of the watch streams, target mirrors and branch
+// workers on top of them.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/internal/watch"
+)
+
+const namespace = "gitopsreverser"
+
+// Metrics holds every family. Build it with New and register it once.
+type Metrics struct {
+	commits         *prometheus.CounterVec
+	objectsWritten  *prometheus.CounterVec
+	queueDepth      *prometheus.GaugeVec
+	sweepDeletes    *prometheus.CounterVec
+	conflicts       *prometheus.CounterVec
+	commitDuration  *prometheus.HistogramVec
+	eventToCommit   *prometheus.HistogramVec
+	refusals        *prometheus.CounterVec
+	forwarded       *prometheus.CounterVec
+	watchEvents     *prometheus.CounterVec
+	watchReplays    *prometheus.CounterVec
+	watchReconnects *prometheus.CounterVec
+	watchGone       *prometheus.CounterVec
+}
+
+// workerLabels name a branch worker.
+func workerLabels() []string { return []string{"provider_namespace", "provider", "branch"} }
+
+// New builds the families.
+func New() *Metrics {
+	return &Metrics{
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "commits_total",
+			Help: "Commits that reached the remote, by author kind (committer, user, serviceaccount, unresolved)."},
+			append(workerLabels(), "author_kind")),
+		objectsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "objects_written_total",
+			Help: "Objects created, updated or deleted in Git by commits that reached the remote."}, workerLabels()),
+		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "branch_worker_queue_depth",
+			Help: "Events waiting for a branch worker's loop."}, workerLabels()),
+		sweepDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "resync_sweep_deletes_total",
+			Help: "Files deleted by a replay's mark-and-sweep: objects deleted while no watch ran."}, workerLabels()),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "commit_conflicts_total",
+			Help: "Commits replayed because the branch moved under them."}, workerLabels()),
+		commitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "commit_duration_seconds",
+			Help: "Time the forge took to make one commit.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)}, workerLabels()),
+		eventToCommit: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "event_to_commit_seconds",
+			Help: "Time from a watch event's arrival to the commit carrying it reaching the remote.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12)}, workerLabels()),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "placement_refusals_total",
+			Help: "Objects not written because they could not be written safely, by reason."}, []string{"reason"}),
+		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "target_events_total",
+			Help: "Object events a GitTarget handed to its branch worker, by kind (upsert, delete)."},
+			[]string{"gittarget_namespace", "gittarget", "kind"}),
+		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_events_total",
+			Help: "Watch events received, by type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)."}, []string{"group", "resource", "type"}),
+		watchReplays: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_replays_total",
+			Help: "Replays (sendInitialEvents or LIST) started."}, []string{"group", "resource"}),
+		watchReconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_reconnects_total",
+			Help: "Closed watches resumed from their last resourceVersion."}, []string{"group", "resource"}),
+		watchGone: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_gone_total",
+			Help: "410 Gone answers that forced a fresh replay."}, []string{"group", "resource"}),
+	}
+}
+
+// Register adds every family to reg.
+func (m *Metrics) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.commits, m.objectsWritten, m.queueDepth, m.sweepDeletes, m.conflicts,
+		m.commitDuration, m.eventToCommit, m.refusals, m.forwarded, m.watchEvents, m.watchReplays, m.watchReconnects, m.watchGone} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func workerValues(k branch.Key) []string { return []string{k.ProviderNamespace, k.Provider, k.Branch} }
+
+// QueueDepth implements branch.Observer.
+func (m *Metrics) QueueDepth(k branch.Key, depth int) {
+	m.queueDepth.WithLabelValues(workerValues(k)...).Set(float64(depth))
+}
+
+// Commit implements branch.Observer.
+func (m *Metrics) Commit(k branch.Key, c branch.CommitStats) {
+	m.commits.WithLabelValues(append(workerValues(k), string(c.Author))...).Inc()
+	m.objectsWritten.WithLabelValues(workerValues(k)...).Add(float64(c.Objects))
+	m.sweepDeletes.WithLabelValues(workerValues(k)...).Add(float64(c.SweepDeletes))
+	m.commitDuration.WithLabelValues(workerValues(k)...).Observe(c.Took.Seconds())
+}
+
+// EventToCommit implements branch.Observer.
+func (m *Metrics) EventToCommit(k branch.Key, latency time.Duration) {
+	m.eventToCommit.WithLabelValues(workerValues(k)...).Observe(latency.Seconds())
+}
+
+// Conflict implements branch.Observer.
+func (m *Metrics) Conflict(k branch.Key) { m.conflicts.WithLabelValues(workerValues(k)...).Inc() }
+
+// Refused implements branch.Observer.
+func (m *Metrics) Refused(_ branch.Key, reason string) { m.refusals.WithLabelValues(reason).Inc() }
+
+// Forwarded implements mirror.Observer.
+func (m *Metrics) Forwarded(t branch.TargetKey, kind string) {
+	m.forwarded.WithLabelValues(t.Namespace, t.Name, kind).Inc()
+}
+
+// ObjectRefused implements mirror.Observer.
+func (m *Metrics) ObjectRefused(_ branch.TargetKey, reason string, _ manifest.ObjectID) {
+	m.refusals.WithLabelValues(reason).Inc()
+}
+
+// StreamObserver implements mirror.Observer.
+func (m *Metrics) StreamObserver() watch.Observer { return streamObserver{m} }
+
+type streamObserver struct{ m *Metrics }
+
+func (s streamObserver) Event(scope watch.Scope, typ apiwatch.EventType) {
+	s.m.watchEvents.WithLabelValues(scope.GVR.Group, scope.GVR.Resource, string(typ)).Inc()
+}
+
+func (s streamObserver) Replay(scope watch.Scope) {
+	s.m.watchReplays.WithLabelValues(scope.GVR.Group, scope.GVR.Resource).Inc()
+}
+
+func (s streamObserver) Reconnect(scope watch.Scope) {
+	s.m.watchReconnects.WithLabelValues(scope.GVR.Group, scope.GVR.Resource).Inc()
+}
+
+func (s streamObserver) Gone(scope watch.Scope) {
+	s.m.watchGone.WithLabelValues(scope.GVR.Group, scope.GVR.Resource).Inc()
+}
