@@ -53,7 +53,7 @@ func New() *Metrics {
 		commitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "commit_duration_seconds",
 			Help: "Time the forge took to make one commit.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)}, workerLabels()),
 		eventToCommit: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "event_to_commit_seconds",
-			Help: "Time from a watch event's arrival to the commit carrying it reaching the remote.",
+			Help:    "Time from a watch event's arrival to the commit carrying it reaching the remote.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12)}, workerLabels()),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "placement_refusals_total",
 			Help: "Objects not written because they could not be written safely, by reason."}, []string{"reason"}),
