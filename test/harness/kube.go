@@ -8,12 +8,11 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	configv1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/kubescheme"
 )
 
 // KubeOptions configures the control plane. The zero value starts etcd and
@@ -117,19 +116,8 @@ func CRDDir() string {
 	return filepath.Join(RepoRoot(), "charts", "gitops-reverser", "crds")
 }
 
-// NewScheme returns a scheme with the Kubernetes built-in types, CRDs and the
-// operator's API.
-func NewScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, configv1alpha3.AddToScheme,
-	} {
-		if err := add(scheme); err != nil {
-			return nil, fmt.Errorf("building the scheme: %w", err)
-		}
-	}
-	return scheme, nil
-}
+// NewScheme returns the operator's scheme (see internal/kubescheme).
+func NewScheme() (*runtime.Scheme, error) { return kubescheme.New() }
 
 // Config is the admin (system:masters) REST config.
 func (k *Kube) Config() *rest.Config { return rest.CopyConfig(k.config) }
