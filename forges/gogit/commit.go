@@ -1,0 +1,178 @@
+package gogit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configbutler/gitops-reverser/forges"
+)
+
+// Commit builds one commit in the object store (blobs, the trees on the
+// changed paths, the commit) and pushes it to req.Branch with a
+// compare-and-swap: the branch must still point at req.ExpectedHead, or
+// not exist when ExpectedHead is empty. When it moved, the error is
+// forges.ErrConflict and the remote is unchanged.
+func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
+	op := "commit to " + req.Branch
+	branch, expected, base, err := parseCommitRequest(req)
+	if err != nil {
+		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	parent := expected
+	if parent.IsZero() {
+		parent = base
+	}
+	baseTree, err := c.parentTree(ctx, branch, parent, !expected.IsZero())
+	if err != nil {
+		return forges.CommitResult{}, classify(op, err)
+	}
+	builder, err := newTreeBuilder(c.objects, baseTree)
+	if err != nil {
+		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := builder.apply(req.Changes); err != nil {
+		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
+	}
+	rootTree, err := builder.write()
+	if err != nil {
+		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
+	}
+	commit, err := c.writeCommit(req, rootTree, parent)
+	if err != nil {
+		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
+	}
+	objects := append(builder.written, commit)
+	if err := c.push(ctx, branch, expected, commit, objects); err != nil {
+		return forges.CommitResult{}, classify(op, err)
+	}
+	c.keepSnapshot(privateRef(branch), commit)
+	return forges.CommitResult{Commit: commit.String(), Blobs: builder.blobs}, nil
+}
+
+func parseCommitRequest(req forges.CommitRequest) (branch plumbing.ReferenceName, expected, base plumbing.Hash, err error) {
+	if branch, err = branchRefName(req.Branch); err != nil {
+		return "", plumbing.ZeroHash, plumbing.ZeroHash, err
+	}
+	if req.ExpectedHead != "" {
+		if expected, err = parseObjectID(req.ExpectedHead); err != nil {
+			return "", plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("expected head: %w", err)
+		}
+	}
+	if req.ExpectedHead == "" && req.BaseHead != "" {
+		if base, err = parseObjectID(req.BaseHead); err != nil {
+			return "", plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("base head: %w", err)
+		}
+	}
+	return branch, expected, base, nil
+}
+
+// parentTree returns the tree the new commit starts from: the parent's,
+// or none for an orphan commit. A parent that is the expected head of the
+// branch but can no longer be fetched means the branch moved: that is a
+// conflict, not a missing commit.
+func (c *Client) parentTree(ctx context.Context, branch plumbing.ReferenceName, parent plumbing.Hash, parentIsExpectedHead bool) (plumbing.Hash, error) {
+	if parent.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	commit, err := c.loadCommit(ctx, parent, branch)
+	if err == nil {
+		return commit.TreeHash, nil
+	}
+	err = classify("read parent commit "+parent.String(), err)
+	if !parentIsExpectedHead || forges.KindOf(err) != forges.KindNotFound {
+		return plumbing.ZeroHash, err
+	}
+	refs, listErr := c.listRemoteRefs(ctx)
+	if listErr != nil {
+		return plumbing.ZeroHash, err
+	}
+	head, found := refs[branch]
+	switch {
+	case !found:
+		return plumbing.ZeroHash, forges.Errorf(forges.KindConflict, "read expected head",
+			fmt.Errorf("%s no longer exists; expected it at %s (%v)", branch, parent, err))
+	case head != parent:
+		return plumbing.ZeroHash, forges.Errorf(forges.KindConflict, "read expected head",
+			fmt.Errorf("%s is at %s, not at the expected %s (%v)", branch, head, parent, err))
+	}
+	return plumbing.ZeroHash, err
+}
+
+// writeCommit stores the commit object, signed when req.Signer is set.
+// The signature covers the commit exactly as it is encoded without one,
+// which is what git verify-commit checks; go-git writes it as the gpgsig
+// header, for OpenPGP and SSH signatures alike.
+func (c *Client) writeCommit(req forges.CommitRequest, tree, parent plumbing.Hash) (plumbing.Hash, error) {
+	committer := req.Committer
+	if committer.Name == "" && committer.Email == "" {
+		committer = req.Author
+	}
+	commit := &object.Commit{
+		Author:    gitSignature(req.Author),
+		Committer: gitSignature(committer),
+		Message:   req.Message,
+		TreeHash:  tree,
+	}
+	if !parent.IsZero() {
+		commit.ParentHashes = []plumbing.Hash{parent}
+	}
+	if req.Signer != nil {
+		signature, err := signCommit(commit, req.Signer)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		commit.PGPSignature = signature
+	}
+	encoded := c.objects.NewEncodedObject()
+	if err := commit.Encode(encoded); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encoding the commit: %w", err)
+	}
+	hash, err := c.objects.SetEncodedObject(encoded)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("storing the commit: %w", err)
+	}
+	return hash, nil
+}
+
+func signCommit(commit *object.Commit, signer forges.Signer) (string, error) {
+	unsigned := &plumbing.MemoryObject{}
+	if err := commit.EncodeWithoutSignature(unsigned); err != nil {
+		return "", fmt.Errorf("encoding the commit to sign: %w", err)
+	}
+	reader, err := unsigned.Reader()
+	if err != nil {
+		return "", fmt.Errorf("reading the commit to sign: %w", err)
+	}
+	defer reader.Close()
+	payload, err := io.ReadAll(reader)
+	if err != nil {
+		return "", fmt.Errorf("reading the commit to sign: %w", err)
+	}
+	signature, err := signer.Sign(payload)
+	if err != nil {
+		return "", fmt.Errorf("signing the commit: %w", err)
+	}
+	if len(bytes.TrimSpace(signature)) == 0 {
+		return "", fmt.Errorf("signing the commit: the signer returned an empty signature")
+	}
+	return string(signature), nil
+}
+
+// gitSignature converts an identity; a zero time means now, as Git would
+// stamp it, rather than the year 1.
+func gitSignature(signature forges.Signature) object.Signature {
+	when := signature.When
+	if when.IsZero() {
+		when = time.Now()
+	}
+	return object.Signature{Name: signature.Name, Email: signature.Email, When: when}
+}

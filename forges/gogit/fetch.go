@@ -1,0 +1,164 @@
+package gogit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configbutler/gitops-reverser/forges"
+)
+
+// privateRefPrefix is where fetched and pushed heads are recorded in the
+// object store, out of refs/heads and refs/remotes: the store has no
+// branches of its own, only the snapshots it keeps.
+const privateRefPrefix = "refs/gitops-reverser/"
+
+// exactCommitRef records a commit fetched by id because no remote ref
+// pointed at it; one slot is enough, as each such fetch replaces the last.
+const exactCommitRef = plumbing.ReferenceName(privateRefPrefix + "commit")
+
+// privateRef is where the store records the remote ref name:
+// refs/heads/main -> refs/gitops-reverser/heads/main.
+func privateRef(remote plumbing.ReferenceName) plumbing.ReferenceName {
+	return plumbing.ReferenceName(privateRefPrefix + strings.TrimPrefix(remote.String(), "refs/"))
+}
+
+// remote is a go-git remote over the current object store. It is cheap and
+// made per call because compact replaces the store.
+func (c *Client) remote() *git.Remote {
+	return git.NewRemote(c.objects, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{c.url}})
+}
+
+// listRemoteRefs runs ls-remote and remembers the answer for fetchCommit.
+func (c *Client) listRemoteRefs(ctx context.Context) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	refs, err := c.remote().ListContext(ctx, &git.ListOptions{Auth: c.auth, PeelingOption: git.IgnorePeeled})
+	if err != nil {
+		if isEmptyRemote(err) {
+			c.advertised = map[plumbing.ReferenceName]plumbing.Hash{}
+		}
+		return nil, err
+	}
+	advertised := make(map[plumbing.ReferenceName]plumbing.Hash, len(refs))
+	for _, ref := range refs {
+		if ref.Type() == plumbing.HashReference && strings.HasPrefix(ref.Name().String(), "refs/") {
+			advertised[ref.Name()] = ref.Hash()
+		}
+	}
+	c.advertised = advertised
+	return advertised, nil
+}
+
+// loadCommit returns a commit from the store, fetching its snapshot first
+// when it is not there. preferred is the ref expected to point at it.
+func (c *Client) loadCommit(ctx context.Context, hash plumbing.Hash, preferred plumbing.ReferenceName) (*object.Commit, error) {
+	commit, err := object.GetCommit(c.objects, hash)
+	if err == nil {
+		return commit, nil
+	}
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, fmt.Errorf("reading commit %s from memory: %w", hash, err)
+	}
+	if err := c.fetchCommit(ctx, hash, preferred); err != nil {
+		return nil, err
+	}
+	commit, err = object.GetCommit(c.objects, hash)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, forges.Errorf(forges.KindNotFound, "read commit "+hash.String(),
+			errors.New("the remote no longer has this commit at the head of any ref"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading fetched commit %s: %w", hash, err)
+	}
+	return commit, nil
+}
+
+// fetchCommit brings the snapshot of want into the store with one depth-1
+// fetch of the ref that points at it (preferred first), into a private
+// ref. When no ref points at it, or the ref moved before the fetch, it
+// asks for the commit by id instead.
+func (c *Client) fetchCommit(ctx context.Context, want plumbing.Hash, preferred plumbing.ReferenceName) error {
+	source, found := c.refPointingAt(want, preferred)
+	if !found {
+		if _, err := c.listRemoteRefs(ctx); err != nil {
+			return err
+		}
+		source, found = c.refPointingAt(want, preferred)
+	}
+	if !found {
+		return c.fetchByID(ctx, want)
+	}
+	local := privateRef(source)
+	if err := c.fetchInto(ctx, config.RefSpec("+"+source.String()+":"+local.String()), local); err != nil {
+		return err
+	}
+	if _, err := c.objects.EncodedObject(plumbing.CommitObject, want); err == nil {
+		return nil
+	}
+	return c.fetchByID(ctx, want)
+}
+
+// fetchByID fetches a commit no ref points at. Servers allow it only with
+// uploadpack.allowReachableSHA1InWant (or the tip variant); otherwise the
+// commit is, as far as this client can tell, gone.
+func (c *Client) fetchByID(ctx context.Context, want plumbing.Hash) error {
+	err := c.fetchInto(ctx, config.RefSpec("+"+want.String()+":"+exactCommitRef.String()), exactCommitRef)
+	if errors.Is(err, git.ErrExactSHA1NotSupported) {
+		return forges.Errorf(forges.KindNotFound, "fetch commit "+want.String(),
+			fmt.Errorf("no remote ref points at it and the server does not serve commits by id: %w", err))
+	}
+	return err
+}
+
+// fetchInto runs one depth-1 fetch of spec, whose destination is local,
+// and keeps the fetched snapshot.
+func (c *Client) fetchInto(ctx context.Context, spec config.RefSpec, local plumbing.ReferenceName) error {
+	c.fetches++
+	err := c.remote().FetchContext(ctx, &git.FetchOptions{
+		RefSpecs: []config.RefSpec{spec},
+		Depth:    1,
+		Auth:     c.auth,
+		Tags:     git.NoTags,
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return err
+	}
+	fetched, err := c.objects.Reference(local)
+	if err != nil {
+		return fmt.Errorf("reading %s after fetching it: %w", local, err)
+	}
+	c.keepSnapshot(local, fetched.Hash())
+	return nil
+}
+
+// refPointingAt finds, in the last ls-remote answer, a ref whose head is
+// want: preferred if it qualifies, else the first branch, else any ref,
+// in name order so the choice is stable.
+func (c *Client) refPointingAt(want plumbing.Hash, preferred plumbing.ReferenceName) (plumbing.ReferenceName, bool) {
+	if preferred != "" && c.advertised[preferred] == want {
+		return preferred, true
+	}
+	var candidates []plumbing.ReferenceName
+	for name, hash := range c.advertised {
+		if hash == want {
+			candidates = append(candidates, name)
+		}
+	}
+	if len(candidates) == 0 {
+		return "", false
+	}
+	sort.Slice(candidates, func(i, j int) bool {
+		iBranch, jBranch := candidates[i].IsBranch(), candidates[j].IsBranch()
+		if iBranch != jBranch {
+			return iBranch
+		}
+		return candidates[i] < candidates[j]
+	})
+	return candidates[0], true
+}
