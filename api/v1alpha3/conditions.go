@@ -126,6 +126,11 @@ const (
 	ReasonUnauthorized = "Unauthorized"
 	// ReasonForbidden: the credentials lack permission on the repository.
 	ReasonForbidden = "Forbidden"
+	// ReasonInvalidCredentials: the credentials exist but cannot be used for
+	// the repository: a malformed value (a GitHub App id that is not a
+	// number), the wrong kind for the URL's transport, or SSH without
+	// known_hosts. The message names the Secret key or the setting to add.
+	ReasonInvalidCredentials = "InvalidCredentials"
 	// ReasonRateLimited: the forge asked the operator to wait.
 	ReasonRateLimited = "RateLimited"
 	// ReasonSigningKeyMissing: signing is configured but no key exists and

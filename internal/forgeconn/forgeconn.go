@@ -1,0 +1,128 @@
+// Package forgeconn opens the forge a GitProvider describes: it decides the
+// forge type, turns the provider's credentials into that forge's auth, and
+// builds the client. It is the one place that knows which forges exist.
+package forgeconn
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/gogit"
+	"github.com/configbutler/gitops-reverser/internal/credentials"
+)
+
+// ErrForgeNotSupported matches an error saying the GitProvider's forge type
+// has no implementation yet. The message tells the user how to push with
+// the Git protocol instead.
+var ErrForgeNotSupported = errors.New("forge not supported")
+
+// ErrUnusableCredentials matches an error saying the credentials cannot
+// authenticate to the provider's URL: an SSH URL without a key or without
+// known_hosts, a key that does not parse, credentials of the wrong kind for
+// the transport. The message says what to add or change.
+var ErrUnusableCredentials = errors.New("credentials cannot be used for this repository")
+
+// ForgeType is the forge a GitProvider writes through: spec.forge.type when
+// set, otherwise inferred from spec.url by these rules, in order:
+//
+//   - ssh:// and scp-like user@host:path URLs → git (SSH speaks only the Git
+//     protocol, whatever the host);
+//   - host github.com → github;
+//   - a host name containing "gitlab" → gitlab;
+//   - a host name containing "gitea" → gitea;
+//   - anything else (other https/http hosts, file://, a URL that does not
+//     parse) → git.
+//
+// Self-hosted forges on other host names (GitHub Enterprise Server, a Gitea
+// at git.example.com) cannot be told apart from a plain Git server by their
+// URL; they need spec.forge.type.
+func ForgeType(spec v1alpha3.GitProviderSpec) v1alpha3.ForgeType {
+	if spec.Forge != nil && spec.Forge.Type != "" {
+		return spec.Forge.Type
+	}
+	endpoint, err := transport.NewEndpoint(spec.URL)
+	if err != nil || endpoint.Protocol != "http" && endpoint.Protocol != "https" {
+		return v1alpha3.ForgeGit
+	}
+	host := strings.ToLower(endpoint.Host)
+	switch {
+	case host == "github.com":
+		return v1alpha3.ForgeGitHub
+	case strings.Contains(host, "gitlab"):
+		return v1alpha3.ForgeGitLab
+	case strings.Contains(host, "gitea"):
+		return v1alpha3.ForgeGitea
+	}
+	return v1alpha3.ForgeGit
+}
+
+// Open builds the forge client for spec with creds. It checks what can be
+// checked without the network (the credentials fit the URL's transport,
+// known_hosts is present for SSH) but does not contact the remote; probe
+// it with forges.Prober.
+//
+// branch is the branch the caller will write, "" when only probing. The git
+// forge takes the branch per call and ignores it here; it is part of the
+// signature for forge clients that bind to a branch.
+func Open(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, branch string) (forges.Forge, error) {
+	forgeType := ForgeType(spec)
+	switch forgeType {
+	case v1alpha3.ForgeGit:
+		return openGit(spec, creds)
+	case v1alpha3.ForgeGitHub, v1alpha3.ForgeGitLab, v1alpha3.ForgeGitea:
+		return nil, notSupportedError(spec, forgeType)
+	}
+	return nil, fmt.Errorf("%w: unknown forge type %q (spec.forge.type takes github, gitea, gitlab or git)", ErrForgeNotSupported, forgeType)
+}
+
+// notSupportedError explains that the forge's API writes do not exist yet
+// and how to write through the Git protocol meanwhile.
+func notSupportedError(spec v1alpha3.GitProviderSpec, forgeType v1alpha3.ForgeType) error {
+	origin := "spec.forge.type"
+	if spec.Forge == nil || spec.Forge.Type == "" {
+		origin = "inferred from spec.url"
+	}
+	return fmt.Errorf("%w: writing through the %s API is not available yet (forge type %s, %s); "+
+		"set spec.forge.type: git to push with the Git protocol (HTTPS with a token or username/password, or SSH with a key)",
+		ErrForgeNotSupported, forgeDisplayName(forgeType), forgeType, origin)
+}
+
+func forgeDisplayName(forgeType v1alpha3.ForgeType) string {
+	switch forgeType {
+	case v1alpha3.ForgeGitHub:
+		return "GitHub"
+	case v1alpha3.ForgeGitLab:
+		return "GitLab"
+	case v1alpha3.ForgeGitea:
+		return "Gitea"
+	}
+	return string(forgeType)
+}
+
+// openGit builds the go-git forge.
+func openGit(spec v1alpha3.GitProviderSpec, creds credentials.Credentials) (forges.Forge, error) {
+	endpoint, err := transport.NewEndpoint(spec.URL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing spec.url: %w", err)
+	}
+	auth, err := gitAuth(endpoint.Protocol, spec, creds)
+	if err != nil {
+		return nil, err
+	}
+	client, err := gogit.New(gogit.Options{URL: spec.URL, Auth: auth})
+	if err != nil {
+		if auth != nil {
+			// The URL parsed above, so what the client refused is the
+			// credentials: a key that does not parse, known_hosts without
+			// this server.
+			return nil, fmt.Errorf("%w: %w", ErrUnusableCredentials, err)
+		}
+		return nil, fmt.Errorf("opening the git forge: %w", err)
+	}
+	return client, nil
+}

@@ -1,0 +1,162 @@
+package forgeconn_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/internal/credentials"
+	"github.com/configbutler/gitops-reverser/internal/forgeconn"
+	"github.com/configbutler/gitops-reverser/test/harness"
+)
+
+func TestForgeTypeInference(t *testing.T) {
+	tests := []struct {
+		url  string
+		want v1alpha3.ForgeType
+	}{
+		{"https://github.com/org/repo.git", v1alpha3.ForgeGitHub},
+		{"https://GitHub.com/org/repo", v1alpha3.ForgeGitHub},
+		{"http://github.com:80/org/repo", v1alpha3.ForgeGitHub},
+		{"ssh://git@github.com/org/repo.git", v1alpha3.ForgeGit},
+		{"git@github.com:org/repo.git", v1alpha3.ForgeGit},
+		{"https://gitlab.com/group/sub/repo.git", v1alpha3.ForgeGitLab},
+		{"https://gitlab.example.com/group/repo.git", v1alpha3.ForgeGitLab},
+		{"git@gitlab.com:group/repo.git", v1alpha3.ForgeGit},
+		{"https://gitea.example.com/org/repo.git", v1alpha3.ForgeGitea},
+		{"http://my-gitea:3000/org/repo.git", v1alpha3.ForgeGitea},
+		{"https://git.example.com/org/repo.git", v1alpha3.ForgeGit},
+		{"https://github.example.com/org/repo.git", v1alpha3.ForgeGit},
+		{"https://dev.azure.com/org/project/_git/repo", v1alpha3.ForgeGit},
+		{"file:///srv/git/repo.git", v1alpha3.ForgeGit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			require.Equal(t, tt.want, forgeconn.ForgeType(v1alpha3.GitProviderSpec{URL: tt.url}))
+		})
+	}
+}
+
+func TestForgeTypeFromSpecWins(t *testing.T) {
+	spec := v1alpha3.GitProviderSpec{
+		URL:   "https://github.com/org/repo.git",
+		Forge: &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGit},
+	}
+	require.Equal(t, v1alpha3.ForgeGit, forgeconn.ForgeType(spec))
+	spec = v1alpha3.GitProviderSpec{
+		URL:   "https://code.example.com/org/repo.git",
+		Forge: &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea, APIURL: "https://code.example.com"},
+	}
+	require.Equal(t, v1alpha3.ForgeGitea, forgeconn.ForgeType(spec))
+}
+
+func TestOpenRefusesForgesWithoutAPIWrites(t *testing.T) {
+	tests := []struct {
+		spec    v1alpha3.GitProviderSpec
+		message string
+	}{
+		{v1alpha3.GitProviderSpec{URL: "https://github.com/org/repo.git"}, "writing through the GitHub API is not available yet (forge type github, inferred from spec.url)"},
+		{v1alpha3.GitProviderSpec{URL: "https://gitlab.com/org/repo.git"}, "writing through the GitLab API is not available yet"},
+		{v1alpha3.GitProviderSpec{URL: "https://git.example.com/org/repo.git", Forge: &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea}}, "writing through the Gitea API is not available yet (forge type gitea, spec.forge.type)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec.URL, func(t *testing.T) {
+			_, err := forgeconn.Open(tt.spec, credentials.Credentials{Token: "tok"}, "main")
+			require.ErrorIs(t, err, forgeconn.ErrForgeNotSupported)
+			require.ErrorContains(t, err, tt.message)
+			require.ErrorContains(t, err, "set spec.forge.type: git to push with the Git protocol")
+		})
+	}
+}
+
+func TestOpenRefusesCredentialsThatCannotWork(t *testing.T) {
+	keyPEM, _, err := harness.GenerateSSHKeyPair()
+	require.NoError(t, err)
+	sshURL := "ssh://git@127.0.0.1:2222/repo.git"
+	secretRef := &v1alpha3.LocalObjectReference{Name: "git-creds"}
+	tests := []struct {
+		name    string
+		spec    v1alpha3.GitProviderSpec
+		creds   credentials.Credentials
+		message string
+	}{
+		{"ssh without known_hosts", v1alpha3.GitProviderSpec{URL: sshURL, SecretRef: secretRef},
+			credentials.Credentials{SSHPrivateKey: keyPEM}, "set spec.knownHostsRef"},
+		{"ssh without a key", v1alpha3.GitProviderSpec{URL: sshURL, SecretRef: secretRef},
+			credentials.Credentials{Username: "u", Password: "p"}, `Secret "git-creds" holds no SSH private key`},
+		{"ssh without a secret", v1alpha3.GitProviderSpec{URL: "git@127.0.0.1:repo.git"},
+			credentials.Credentials{}, "spec.secretRef is not set"},
+		{"ssh with known_hosts for another host", v1alpha3.GitProviderSpec{URL: sshURL, SecretRef: secretRef},
+			credentials.Credentials{SSHPrivateKey: keyPEM, KnownHosts: []byte("other.example.com " + testHostKey(t))}, "known_hosts lists no host key for 127.0.0.1:2222"},
+		{"ssh with a broken key", v1alpha3.GitProviderSpec{URL: sshURL, SecretRef: secretRef},
+			credentials.Credentials{SSHPrivateKey: []byte("not a key"), KnownHosts: []byte("[127.0.0.1]:2222 " + testHostKey(t))}, "parsing SSH private key"},
+		{"https with only an ssh key", v1alpha3.GitProviderSpec{URL: "https://git.example.com/repo.git", SecretRef: secretRef},
+			credentials.Credentials{SSHPrivateKey: keyPEM}, "use the repository's ssh:// URL"},
+		{"https with only a github app", v1alpha3.GitProviderSpec{URL: "https://github.com/org/repo.git", SecretRef: secretRef, Forge: &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGit}},
+			credentials.Credentials{GitHubApp: &credentials.GitHubApp{AppID: 1, InstallationID: 2, PrivateKey: []byte("PEM")}}, "put a token in the Secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := forgeconn.Open(tt.spec, tt.creds, "")
+			require.ErrorIs(t, err, forgeconn.ErrUnusableCredentials)
+			require.ErrorContains(t, err, tt.message)
+		})
+	}
+}
+
+func testHostKey(t *testing.T) string {
+	t.Helper()
+	_, public, err := harness.GenerateSSHKeyPair()
+	require.NoError(t, err)
+	return string(ssh.MarshalAuthorizedKey(public))
+}
+
+// TestOpenedForgesReachARealServer probes a real git server through every
+// credential shape Open builds: a token with no username, username and
+// password, an SSH key, and file:// with a Secret that is not needed.
+func TestOpenedForgesReachARealServer(t *testing.T) {
+	keyPEM, publicKey, err := harness.GenerateSSHKeyPair()
+	require.NoError(t, err)
+	server, err := harness.StartGitServer(t.TempDir(), harness.GitServerOptions{
+		HTTPUsername: "git", HTTPPassword: "token-value", AuthorizedKeys: []ssh.PublicKey{publicKey},
+	})
+	require.NoError(t, err)
+	t.Cleanup(server.Stop)
+	_, err = server.CreateBareRepo("repo")
+	require.NoError(t, err)
+	secretRef := &v1alpha3.LocalObjectReference{Name: "git-creds"}
+	tests := []struct {
+		name  string
+		url   string
+		creds credentials.Credentials
+		probe func(error) bool
+	}{
+		{"token only", server.HTTPURL("repo"), credentials.Credentials{Token: "token-value"}, isNil},
+		{"username and password", server.HTTPURL("repo"), credentials.Credentials{Username: "git", Password: "token-value"}, isNil},
+		{"wrong password", server.HTTPURL("repo"), credentials.Credentials{Username: "git", Password: "wrong"}, isUnauthorized},
+		{"anonymous", server.HTTPURL("repo"), credentials.Credentials{}, isUnauthorized},
+		{"ssh key", server.SSHURL("repo"), credentials.Credentials{SSHPrivateKey: keyPEM, KnownHosts: []byte(server.KnownHosts())}, isNil},
+		{"file", server.FileURL("repo"), credentials.Credentials{Token: "unused"}, isNil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			forge, err := forgeconn.Open(v1alpha3.GitProviderSpec{URL: tt.url, SecretRef: secretRef}, tt.creds, "main")
+			require.NoError(t, err)
+			prober, ok := forge.(forges.Prober)
+			require.True(t, ok, "the git forge can be probed")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err = prober.Probe(ctx)
+			require.True(t, tt.probe(err), "probe answered %v", err)
+		})
+	}
+}
+
+func isNil(err error) bool          { return err == nil }
+func isUnauthorized(err error) bool { return errors.Is(err, forges.ErrUnauthorized) }
