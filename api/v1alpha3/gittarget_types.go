@@ -15,7 +15,7 @@ type GitTargetSpec struct {
 	// +optional
 	// +kubebuilder:default={name: "default"}
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterProviderRef is immutable"
-	ClusterProviderRef ClusterProviderReference `json:"clusterProviderRef,omitempty"`
+	ClusterProviderRef *ClusterProviderReference `json:"clusterProviderRef,omitempty"`
 
 	// Branch to write; it must match the GitProvider's allowedBranches.
 	// +kubebuilder:validation:MinLength=1
@@ -48,6 +48,19 @@ type GitTargetSpec struct {
 	// {path}/{namespace}/{group}/{resource}/{name}.yaml is not wanted.
 	// +optional
 	Placement *PlacementSpec `json:"placement,omitempty"`
+}
+
+// DefaultClusterProvider is the ClusterProvider a GitTarget reads from when
+// spec.clusterProviderRef is omitted.
+const DefaultClusterProvider = "default"
+
+// ClusterProviderName is the referenced ClusterProvider, "default" when the
+// reference is omitted.
+func (s GitTargetSpec) ClusterProviderName() string {
+	if s.ClusterProviderRef == nil || s.ClusterProviderRef.Name == "" {
+		return DefaultClusterProvider
+	}
+	return s.ClusterProviderRef.Name
 }
 
 // GitProviderReference names a GitProvider in the referrer's namespace.

@@ -702,7 +702,11 @@ func (in *GitTargetList) DeepCopyObject() runtime.Object {
 func (in *GitTargetSpec) DeepCopyInto(out *GitTargetSpec) {
 	*out = *in
 	out.ProviderRef = in.ProviderRef
-	out.ClusterProviderRef = in.ClusterProviderRef
+	if in.ClusterProviderRef != nil {
+		in, out := &in.ClusterProviderRef, &out.ClusterProviderRef
+		*out = new(ClusterProviderReference)
+		**out = **in
+	}
 	if in.AllowedSourceNamespaces != nil {
 		in, out := &in.AllowedSourceNamespaces, &out.AllowedSourceNamespaces
 		*out = new(NamespacePolicy)

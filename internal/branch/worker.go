@@ -210,7 +210,7 @@ func (w *Worker) handle(ctx context.Context, msg any) {
 	now := w.cfg.Clock.Now()
 	switch m := msg.(type) {
 	case writeMsg:
-		w.openWindow(m.target, m.author, now).add(m.write, now)
+		w.openWindow(m.target, w.authorOf(m.author), now).add(m.write, now)
 		if w.window.bytes >= w.cfg.BufferMax {
 			w.finalize(ctx)
 		}
@@ -231,6 +231,15 @@ func (w *Worker) handle(ctx context.Context, msg any) {
 			w.push(ctx)
 		}
 	}
+}
+
+// authorOf maps "no actor" (the zero Author) to the configured committer,
+// so configured-author writes and a replay's sweep share a window.
+func (w *Worker) authorOf(a Author) Author {
+	if a.Name == "" {
+		return w.cfg.Committer
+	}
+	return a
 }
 
 // openWindow returns the window for (target, author), finalizing another

@@ -1,0 +1,101 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/engine"
+)
+
+// GitTargetReconciler validates a GitTarget, resolves its rules to claims
+// and has the engine mirror it; its status joins the control-plane checks
+// with the engine's runtime state.
+type GitTargetReconciler struct {
+	Client ctrl.Client
+	// SecretReader reads credentials and kubeconfig Secrets uncached (the
+	// manager's APIReader), so Secret values never sit in the cache.
+	SecretReader ctrl.Reader
+	Engine       *engine.Engine
+	// LocalConfig is the operator's own cluster, the source of a
+	// ClusterProvider without a kubeConfig.
+	LocalConfig *rest.Config
+	// OperatorNamespace holds remote kubeconfig Secrets.
+	OperatorNamespace string
+	// ResyncInterval re-checks a healthy target (rules resolved against a
+	// changed API surface, provider readiness).
+	ResyncInterval time.Duration
+}
+
+// targetRun carries one reconcile's state between its steps.
+type targetRun struct {
+	target   *v1alpha3.GitTarget
+	conds    *targetConditions
+	provider *v1alpha3.GitProvider
+	source   *engine.Source
+	spec     engine.TargetSpec
+	requeue  time.Duration
+}
+
+// errStop ends a reconcile early: a step has set conditions that explain
+// why, and nothing further can succeed until something changes.
+var errStop = errors.New("stop")
+
+// Reconcile runs the steps in order; status is patched once, at the end.
+func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var target v1alpha3.GitTarget
+	if err := r.Client.Get(ctx, req.NamespacedName, &target); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Engine.RemoveTarget(ctx, branch.TargetKey{Namespace: req.Namespace, Name: req.Name})
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if !target.DeletionTimestamp.IsZero() {
+		r.Engine.RemoveTarget(ctx, keyOf(&target))
+		return reconcile.Result{}, nil
+	}
+	run := &targetRun{target: &target, conds: newTargetConditions(&target.Status.Conditions, target.Generation), requeue: r.resync()}
+	base := target.DeepCopy()
+	defer func() {
+		target.Status.ObservedGeneration = target.Generation
+		run.conds.summarize()
+		if err := patchTargetStatus(ctx, r.Client, base, &target); err != nil {
+			log.FromContext(ctx).Error(err, "patching GitTarget status")
+		}
+	}()
+	for _, step := range []func(context.Context, *targetRun) error{
+		r.validateProvider, r.validateBranchAndPath, r.connectSource, r.providerReady,
+		r.workerSettings, r.resolveRules, r.encryption, r.mirror, r.reportRuntime,
+	} {
+		if err := step(ctx, run); err != nil {
+			if errors.Is(err, errStop) {
+				return reconcile.Result{RequeueAfter: run.requeue}, nil
+			}
+			if errors.Is(err, engine.ErrNotStarted) {
+				return reconcile.Result{RequeueAfter: time.Second}, nil
+			}
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{RequeueAfter: run.requeue}, nil
+}
+
+func (r *GitTargetReconciler) resync() time.Duration {
+	if r.ResyncInterval > 0 {
+		return r.ResyncInterval
+	}
+	return 30 * time.Second
+}
+
+func keyOf(t *v1alpha3.GitTarget) branch.TargetKey {
+	return branch.TargetKey{Namespace: t.Namespace, Name: t.Name}
+}

@@ -1,0 +1,181 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/credentials"
+	"github.com/configbutler/gitops-reverser/internal/engine"
+	"github.com/configbutler/gitops-reverser/internal/forgeconn"
+	"github.com/configbutler/gitops-reverser/internal/rules"
+)
+
+const (
+	// retryShort re-checks a target that waits on something expected to
+	// clear soon (a replay, a provider becoming Ready).
+	retryShort = 2 * time.Second
+)
+
+// workerSettings builds the branch worker's configuration from the
+// GitProvider. A failure here is the provider's to report; the target waits
+// (GitPathAccepted=False/GitProviderNotReady).
+func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun) error {
+	gp := run.provider
+	creds, err := credentials.Read(ctx, r.SecretReader, gp.Namespace, gp.Spec)
+	if err != nil {
+		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
+		run.requeue = retryShort
+		return errStop
+	}
+	forge, err := forgeconn.Open(gp.Spec, creds, run.target.Spec.Branch)
+	if err != nil {
+		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
+		run.requeue = retryShort
+		return errStop
+	}
+	var tmpl v1alpha3.CommitMessageTemplates
+	if gp.Spec.Commit.Message != nil {
+		tmpl = *gp.Spec.Commit.Message
+	}
+	messages, err := branch.ParseMessages(tmpl.EventTemplate, tmpl.GroupTemplate, tmpl.ReconcileTemplate)
+	if err != nil {
+		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
+		return errStop
+	}
+	window := 5 * time.Second
+	if gp.Spec.Push.CommitWindow != nil {
+		window = gp.Spec.Push.CommitWindow.Duration
+	}
+	run.spec.Key = keyOf(run.target)
+	run.spec.Path = run.target.Spec.Path
+	run.spec.Worker = branch.Key{ProviderNamespace: gp.Namespace, Provider: gp.Name, Branch: run.target.Spec.Branch}
+	run.spec.Settings = engine.WorkerSettings{
+		Fingerprint: fmt.Sprintf("generation=%d,secret=%s,knownhosts=%s", gp.Generation, creds.ResourceVersion, creds.KnownHostsResourceVersion),
+		Config: branch.Config{
+			Forge:        forge,
+			Committer:    branch.Author{Name: gp.Spec.Commit.Committer.Name, Email: gp.Spec.Commit.Committer.Email},
+			Messages:     messages,
+			CommitWindow: window,
+		},
+	}
+	return nil
+}
+
+// resolveRules compiles the WatchRules and ClusterWatchRules that name this
+// target into claims against the source's API surface.
+func (r *GitTargetReconciler) resolveRules(ctx context.Context, run *targetRun) error {
+	t := run.target
+	types := run.source.Catalog.Types()
+	var results []rules.Result
+	var wrs v1alpha3.WatchRuleList
+	if err := r.Client.List(ctx, &wrs, ctrl.InNamespace(t.Namespace)); err != nil {
+		return fmt.Errorf("listing WatchRules: %w", err)
+	}
+	var namespaces []rules.NamespaceInfo
+	for i := range wrs.Items {
+		if wrs.Items[i].Spec.TargetRef.Name != t.Name {
+			continue
+		}
+		if namespaces == nil {
+			ns, err := run.source.Namespaces(ctx)
+			if err != nil {
+				return err
+			}
+			namespaces = ns
+		}
+		results = append(results, rules.CompileWatchRule(&wrs.Items[i], t, types, namespaces))
+	}
+	var cwrs v1alpha3.ClusterWatchRuleList
+	if err := r.Client.List(ctx, &cwrs); err != nil {
+		return fmt.Errorf("listing ClusterWatchRules: %w", err)
+	}
+	for i := range cwrs.Items {
+		ref := cwrs.Items[i].Spec.TargetRef
+		if ref.Namespace == t.Namespace && ref.Name == t.Name {
+			results = append(results, rules.CompileClusterWatchRule(&cwrs.Items[i], types))
+		}
+	}
+	run.spec.Claims = rules.Merge(results...)
+	return nil
+}
+
+// encryption sets EncryptionConfigured. Sensitive resources are only ever
+// written encrypted; this version has no encryption, so a claimed sensitive
+// type is reported (False/EncryptionRequired) and its objects are not
+// written, while everything else mirrors.
+func (r *GitTargetReconciler) encryption(_ context.Context, run *targetRun) error {
+	var sensitive []string
+	for _, c := range run.spec.Claims {
+		if c.Sensitive {
+			sensitive = append(sensitive, c.GVR.Resource+" in "+orDefault(c.Namespace, "the cluster"))
+		}
+	}
+	run.spec.SensitiveWritable = false
+	switch {
+	case len(sensitive) > 0:
+		run.conds.setBool(v1alpha3.ConditionEncryptionConfigured, false, v1alpha3.ReasonEncryptionRequired,
+			fmt.Sprintf("rules claim sensitive resources (%s), which are only written encrypted; encryption is not configured, so they are not written", strings.Join(sensitive, ", ")))
+	case run.target.Spec.Encryption != nil:
+		run.conds.setBool(v1alpha3.ConditionEncryptionConfigured, false, v1alpha3.ReasonEncryptionNotConfigured,
+			"spec.encryption is set but this operator version does not encrypt yet; sensitive resources are not written")
+	default:
+		run.conds.setBool(v1alpha3.ConditionEncryptionConfigured, false, v1alpha3.ReasonEncryptionNotConfigured,
+			"no sensitive resources are claimed; encryption is not configured")
+	}
+	return nil
+}
+
+// mirror hands the target to the engine.
+func (r *GitTargetReconciler) mirror(_ context.Context, run *targetRun) error {
+	if err := r.Engine.ApplyTarget(run.spec); err != nil {
+		if errors.Is(err, engine.ErrNotStarted) {
+			return err
+		}
+		run.conds.wait(v1alpha3.ConditionStreamsRunning, v1alpha3.ReasonSourceUnreachable, err.Error())
+		run.requeue = retryShort
+		return errStop
+	}
+	return nil
+}
+
+// reportRuntime sets StreamsRunning (True, or False/InitialReplay while
+// replaying: Reconciling) and GitPathAccepted (False/UnsupportedContent:
+// Stalled), and the last commit.
+func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) error {
+	st, ok := r.Engine.Status(keyOf(run.target))
+	if !ok {
+		return nil
+	}
+	s := st.Streams
+	run.target.Status.Streams = &v1alpha3.StreamsSummary{Total: int32(s.Total), Running: int32(s.Running), Replaying: int32(s.Replaying), Failing: int32(s.Failing)}
+	switch {
+	case s.Total == 0:
+		run.conds.setBool(v1alpha3.ConditionStreamsRunning, true, v1alpha3.ReasonSucceeded, "no rules select resources for this target")
+	case s.Running == s.Total:
+		run.conds.setBool(v1alpha3.ConditionStreamsRunning, true, v1alpha3.ReasonSucceeded, fmt.Sprintf("%d streams running", s.Total))
+	default:
+		run.conds.wait(v1alpha3.ConditionStreamsRunning, v1alpha3.ReasonInitialReplay,
+			fmt.Sprintf("%d of %d streams running (%d replaying, %d failing)", s.Running, s.Total, s.Replaying, s.Failing))
+		run.requeue = retryShort
+	}
+	switch {
+	case st.Unsupported:
+		run.conds.block(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonUnsupportedContent, st.LastError.Error())
+	case st.LastError != nil:
+		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonRepositoryUnreachable, st.LastError.Error())
+	default:
+		run.conds.setBool(v1alpha3.ConditionGitPathAccepted, true, v1alpha3.ReasonSucceeded, "the Git path is safe to write")
+	}
+	if c := st.LastCommit; c != nil {
+		run.target.Status.LastCommit = &v1alpha3.CommitReference{SHA: c.Commit, URL: c.URL, Time: &metav1.Time{Time: c.Time}}
+	}
+	return nil
+}

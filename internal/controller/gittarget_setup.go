@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+)
+
+// SetupWithManager registers the reconciler with narrow dependency watches:
+// spec changes and Ready transitions of providers, rule changes, namespace
+// label changes, CRD changes, and the engine's runtime notifications.
+func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("gittarget").
+		For(&v1alpha3.GitTarget{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha3.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProvider),
+			builder.WithPredicates(specOrReadyChanged())).
+		Watches(&v1alpha3.ClusterProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfClusterProvider),
+			builder.WithPredicates(specOrReadyChanged())).
+		Watches(&v1alpha3.WatchRule{}, handler.EnqueueRequestsFromMapFunc(r.targetOfWatchRule),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha3.ClusterWatchRule{}, handler.EnqueueRequestsFromMapFunc(r.targetOfClusterWatchRule),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allTargets),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.refreshAndAllTargets),
+			builder.WithPredicates(crdServingChanged())).
+		WatchesRawSource(source.Channel(r.Engine.Changed(), &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+// specOrReadyChanged admits creates, deletes, spec changes and Ready
+// transitions, not status heartbeats.
+func specOrReadyChanged() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool { return readyStatus(e.ObjectOld) != readyStatus(e.ObjectNew) },
+	})
+}
+
+// crdServingChanged admits a CRD's creation, deletion, spec change, and
+// the moment it becomes Established: only then does discovery serve it, so
+// refreshing at creation alone would miss it.
+func crdServingChanged() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool { return crdEstablished(e.ObjectOld) != crdEstablished(e.ObjectNew) },
+	})
+}
+
+func crdEstablished(obj client.Object) bool {
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return false
+	}
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func readyStatus(obj client.Object) string {
+	var conds []metav1.Condition
+	switch o := obj.(type) {
+	case *v1alpha3.GitProvider:
+		conds = o.Status.Conditions
+	case *v1alpha3.ClusterProvider:
+		conds = o.Status.Conditions
+	}
+	if c := meta.FindStatusCondition(conds, v1alpha3.ConditionReady); c != nil {
+		return string(c.Status)
+	}
+	return ""
+}
+
+func (r *GitTargetReconciler) targetsWhere(ctx context.Context, opts []client.ListOption, match func(*v1alpha3.GitTarget) bool) []reconcile.Request {
+	var list v1alpha3.GitTargetList
+	if err := r.Client.List(ctx, &list, opts...); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if match(&list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
+		}
+	}
+	return out
+}
+
+func (r *GitTargetReconciler) targetsOfProvider(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.targetsWhere(ctx, []client.ListOption{client.InNamespace(obj.GetNamespace())},
+		func(t *v1alpha3.GitTarget) bool { return t.Spec.ProviderRef.Name == obj.GetName() })
+}
+
+func (r *GitTargetReconciler) targetsOfClusterProvider(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.targetsWhere(ctx, nil, func(t *v1alpha3.GitTarget) bool { return t.Spec.ClusterProviderName() == obj.GetName() })
+}
+
+func (r *GitTargetReconciler) targetOfWatchRule(_ context.Context, obj client.Object) []reconcile.Request {
+	wr, ok := obj.(*v1alpha3.WatchRule)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: wr.Namespace, Name: wr.Spec.TargetRef.Name}}}
+}
+
+func (r *GitTargetReconciler) targetOfClusterWatchRule(_ context.Context, obj client.Object) []reconcile.Request {
+	cwr, ok := obj.(*v1alpha3.ClusterWatchRule)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: cwr.Spec.TargetRef.Namespace, Name: cwr.Spec.TargetRef.Name}}}
+}
+
+func (r *GitTargetReconciler) allTargets(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.targetsWhere(ctx, nil, func(*v1alpha3.GitTarget) bool { return true })
+}
+
+// refreshAndAllTargets rescans the local source's API surface before the
+// targets resolve their rules again, so a new CRD is followed at once
+// instead of on the next periodic refresh.
+func (r *GitTargetReconciler) refreshAndAllTargets(ctx context.Context, obj client.Object) []reconcile.Request {
+	r.Engine.RefreshLocalSources(ctx)
+	return r.allTargets(ctx, obj)
+}

@@ -1,0 +1,132 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/engine"
+	"github.com/configbutler/gitops-reverser/internal/rules"
+)
+
+// connectSource sets ClusterProviderReady (False/ClusterProviderNotFound or
+// NamespaceNotAllowed: Stalled) and SourceClusterReachable
+// (False/SourceUnreachable: Reconciling) for spec.clusterProviderRef, and
+// connects the engine to the source.
+func (r *GitTargetReconciler) connectSource(ctx context.Context, run *targetRun) error {
+	t := run.target
+	var cp v1alpha3.ClusterProvider
+	err := r.Client.Get(ctx, ctrl.ObjectKey{Name: t.Spec.ClusterProviderName()}, &cp)
+	if apierrors.IsNotFound(err) {
+		r.Engine.RemoveTarget(ctx, keyOf(t))
+		run.conds.block(v1alpha3.ConditionClusterProviderReady, v1alpha3.ReasonClusterProviderNotFound,
+			fmt.Sprintf("ClusterProvider %q does not exist; create it (no spec.kubeConfig mirrors this cluster) with spec.allowedNamespaces admitting %q",
+				t.Spec.ClusterProviderName(), t.Namespace))
+		return errStop
+	}
+	if err != nil {
+		return fmt.Errorf("reading ClusterProvider %s: %w", t.Spec.ClusterProviderName(), err)
+	}
+	if !r.namespaceAdmitted(ctx, &cp, t.Namespace) {
+		r.Engine.RemoveTarget(ctx, keyOf(t))
+		run.conds.block(v1alpha3.ConditionClusterProviderReady, v1alpha3.ReasonNamespaceNotAllowed,
+			fmt.Sprintf("ClusterProvider %s's spec.allowedNamespaces does not admit namespace %q", cp.Name, t.Namespace))
+		return errStop
+	}
+	sc, err := r.sourceConfig(ctx, &cp)
+	if err != nil {
+		r.Engine.RemoveTarget(ctx, keyOf(t))
+		run.conds.block(v1alpha3.ConditionClusterProviderReady, v1alpha3.ReasonInvalidSpec, err.Error())
+		return errStop
+	}
+	run.conds.setBool(v1alpha3.ConditionClusterProviderReady, true, v1alpha3.ReasonSucceeded, "ClusterProvider "+cp.Name+" admits this namespace")
+	src, err := r.Engine.EnsureSource(ctx, cp.Name, sc)
+	if err != nil {
+		run.conds.wait(v1alpha3.ConditionSourceClusterReachable, v1alpha3.ReasonSourceUnreachable, err.Error())
+		run.requeue = retryShort
+		return errStop
+	}
+	run.conds.setBool(v1alpha3.ConditionSourceClusterReachable, true, v1alpha3.ReasonSucceeded, "the source API server answers")
+	run.source = src
+	run.spec.Source = cp.Name
+	return nil
+}
+
+// namespaceAdmitted applies ClusterProvider.spec.allowedNamespaces (deny by
+// default) to a control-cluster namespace.
+func (r *GitTargetReconciler) namespaceAdmitted(ctx context.Context, cp *v1alpha3.ClusterProvider, namespace string) bool {
+	policy := cp.Spec.AllowedNamespaces
+	if policy == nil {
+		return false
+	}
+	info := rules.NamespaceInfo{Name: namespace}
+	if policy.Selector != nil {
+		var ns corev1.Namespace
+		if err := r.Client.Get(ctx, ctrl.ObjectKey{Name: namespace}, &ns); err == nil {
+			info.Labels = ns.Labels
+		}
+	}
+	// NamespaceAllowed always admits its "own" namespace; pass one that can
+	// never match so only the policy decides.
+	return rules.NamespaceAllowed(policy, "", info)
+}
+
+// sourceConfig returns how to reach a ClusterProvider's source.
+func (r *GitTargetReconciler) sourceConfig(ctx context.Context, cp *v1alpha3.ClusterProvider) (engine.SourceConfig, error) {
+	qps := fmt.Sprintf("qps=%d,burst=%d", cp.Spec.QPS, cp.Spec.Burst)
+	if cp.Spec.KubeConfig == nil {
+		cfg := rest.CopyConfig(r.LocalConfig)
+		applyRate(cfg, cp)
+		return engine.SourceConfig{Config: cfg, Local: true, Fingerprint: "local," + qps}, nil
+	}
+	ref := cp.Spec.KubeConfig.SecretRef
+	key := orDefault(ref.Key, "value")
+	var secret corev1.Secret
+	if err := r.SecretReader.Get(ctx, ctrl.ObjectKey{Namespace: r.OperatorNamespace, Name: ref.Name}, &secret); err != nil {
+		return engine.SourceConfig{}, fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", r.OperatorNamespace, ref.Name, err)
+	}
+	data, ok := secret.Data[key]
+	if !ok {
+		return engine.SourceConfig{}, fmt.Errorf("the kubeconfig Secret %s/%s has no key %q", r.OperatorNamespace, ref.Name, key)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return engine.SourceConfig{}, fmt.Errorf("parsing the kubeconfig in Secret %s/%s: %w", r.OperatorNamespace, ref.Name, err)
+	}
+	applyRate(cfg, cp)
+	return engine.SourceConfig{Config: cfg, Fingerprint: "secret=" + secret.ResourceVersion + "," + qps}, nil
+}
+
+func applyRate(cfg *rest.Config, cp *v1alpha3.ClusterProvider) {
+	if cp.Spec.QPS > 0 {
+		cfg.QPS = float32(cp.Spec.QPS)
+	}
+	if cp.Spec.Burst > 0 {
+		cfg.Burst = int(cp.Spec.Burst)
+	}
+}
+
+// providerReady waits (Reconciling) until the GitProvider is Ready, and
+// reports its reason: a GitTarget cannot write through a provider that
+// cannot reach its repository.
+func (r *GitTargetReconciler) providerReady(ctx context.Context, run *targetRun) error {
+	ready := meta.FindStatusCondition(run.provider.Status.Conditions, v1alpha3.ConditionReady)
+	if ready != nil && ready.Status == metav1.ConditionTrue {
+		return nil
+	}
+	msg := "GitProvider " + run.provider.Name + " is not Ready yet"
+	if ready != nil && ready.Message != "" {
+		msg += ": " + ready.Message
+	}
+	run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, msg)
+	run.requeue = retryShort
+	return errStop
+}

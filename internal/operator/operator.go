@@ -1,0 +1,116 @@
+// Package operator wires the manager, the mirroring engine and the
+// controllers; cmd/gitops-reverser and the end-to-end tests both start the
+// operator through Run.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/configbutler/gitops-reverser/internal/controller"
+	"github.com/configbutler/gitops-reverser/internal/discovery"
+	"github.com/configbutler/gitops-reverser/internal/engine"
+	"github.com/configbutler/gitops-reverser/internal/kubescheme"
+	"github.com/configbutler/gitops-reverser/internal/metrics"
+)
+
+// Options are the operator's settings.
+type Options struct {
+	Config                  *rest.Config
+	MetricsAddr             string
+	ProbeAddr               string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	// OperatorNamespace holds remote kubeconfig Secrets and the leader Lease.
+	OperatorNamespace string
+	// BufferMax closes a commit window once it holds this many bytes.
+	BufferMax           int
+	AdditionalSensitive []schema.GroupResource
+	// TargetResync is how often a healthy GitTarget is checked again.
+	TargetResync time.Duration
+	// Registry receives the metrics; nil is controller-runtime's registry.
+	Registry prometheus.Registerer
+	// SkipNameValidation lets one process start the operator more than once
+	// (tests that restart it).
+	SkipNameValidation bool
+}
+
+// Run starts the operator and blocks until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	scheme, err := kubescheme.New()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(o.Config, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "gitops-reverser.configbutler.ai",
+		LeaderElectionNamespace: orDefault(o.LeaderElectionNamespace, o.OperatorNamespace),
+		Controller:              config.Controller{SkipNameValidation: &o.SkipNameValidation},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	m := metrics.New()
+	if err := m.Register(reg); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	eng := engine.New(engine.Options{
+		LocalConfig: o.Config, Policy: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive},
+		BufferMax: o.BufferMax, Log: ctrl.Log.WithName("engine"), Metrics: m,
+	})
+	if err := mgr.Add(eng); err != nil {
+		return fmt.Errorf("adding the engine: %w", err)
+	}
+	if err := setupControllers(mgr, eng, o); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return mgr.Start(ctx)
+}
+
+func setupControllers(mgr ctrl.Manager, eng *engine.Engine, o Options) error {
+	c, secrets := mgr.GetClient(), mgr.GetAPIReader()
+	reconcilers := []struct {
+		name  string
+		setup interface{ SetupWithManager(ctrl.Manager) error }
+	}{
+		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets}},
+		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Engine: eng, LocalConfig: o.Config,
+			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync}},
+	}
+	for _, r := range reconcilers {
+		if err := r.setup.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", r.name, err)
+		}
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

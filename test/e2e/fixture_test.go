@@ -1,0 +1,198 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/operator"
+)
+
+func init() {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
+}
+
+// operatorProcess is one run of the operator in this process.
+type operatorProcess struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+var operatorMu sync.Mutex
+
+// startOperator runs the operator until the returned stop is called (or
+// the test ends). Tests that restart the operator share the package, so
+// runs are serialized.
+func startOperator(t *testing.T) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &operatorProcess{cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		p.done <- operator.Run(ctx, operator.Options{
+			Config:             env.kube.Config(),
+			MetricsAddr:        "0",
+			ProbeAddr:          "0",
+			LeaderElect:        false,
+			OperatorNamespace:  "default",
+			TargetResync:       2 * time.Second,
+			Registry:           prometheus.NewRegistry(),
+			SkipNameValidation: true,
+		})
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			p.cancel()
+			select {
+			case err := <-p.done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Error("the operator did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func apply(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range objs {
+		err := env.kube.Client().Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		require.NoError(t, err, "creating %T %s", obj, obj.GetName())
+	}
+}
+
+// mirrorSetup is one namespace mirrored into one fresh repository.
+type mirrorSetup struct {
+	ns, repo, target, path string
+}
+
+// newMirror creates a namespace, a repository, credentials, a
+// ClusterProvider admitting the namespace, a GitProvider and a GitTarget,
+// and a WatchRule for the given resources (none: no rule).
+func newMirror(t *testing.T, name string, resources ...string) mirrorSetup {
+	t.Helper()
+	m := mirrorSetup{ns: name, repo: name, target: "mirror", path: "clusters/" + name}
+	_, err := env.git.CreateBareRepo(m.repo)
+	require.NoError(t, err)
+	apply(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: m.ns}},
+		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "git-credentials"},
+			StringData: map[string]string{"username": gitUser, "password": gitPassword}},
+		gitProvider(m.ns, "repo", env.git.HTTPURL(m.repo)),
+		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: m.target},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: m.path}},
+	)
+	if len(resources) > 0 {
+		apply(t, watchRule(m.ns, "rule", m.target, resources...))
+	}
+	return m
+}
+
+func gitProvider(ns, name, url string) *v1alpha3.GitProvider {
+	return &v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha3.GitProviderSpec{
+			URL:             url,
+			Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGit},
+			SecretRef:       &v1alpha3.LocalObjectReference{Name: "git-credentials"},
+			AllowedBranches: []string{"main"},
+			Push:            v1alpha3.PushSpec{CommitWindow: &metav1.Duration{Duration: 300 * time.Millisecond}},
+		}}
+}
+
+func watchRule(ns, name, target string, resources ...string) *v1alpha3.WatchRule {
+	return &v1alpha3.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha3.WatchRuleSpec{TargetRef: v1alpha3.TargetReference{Name: target},
+			Rules: []v1alpha3.NamespacedResourceRule{{ResourceSelector: v1alpha3.ResourceSelector{Resources: resources}}}}}
+}
+
+func configMap(ns, name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}
+}
+
+// gitFile reads a file at the branch head; "" when it does not exist.
+func gitFile(t *testing.T, repo, path string) string {
+	t.Helper()
+	out, err := env.git.Git(repo, "show", "main:"+path)
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+func commitCount(t *testing.T, repo string) int {
+	t.Helper()
+	out, err := env.git.Git(repo, "rev-list", "--count", "main")
+	if err != nil {
+		return 0
+	}
+	var n int
+	_, _ = fmt.Sscan(strings.TrimSpace(out), &n)
+	return n
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 30*time.Second, 100*time.Millisecond, what)
+}
+
+// waitReady waits for a GitTarget to report Ready=True.
+func waitReady(t *testing.T, ns, name string) {
+	t.Helper()
+	eventually(t, "GitTarget "+ns+"/"+name+" Ready", func() bool {
+		return conditionStatus(t, ns, name, v1alpha3.ConditionReady) == metav1.ConditionTrue
+	})
+}
+
+func targetCondition(t *testing.T, ns, name, typ string) *metav1.Condition {
+	t.Helper()
+	var gt v1alpha3.GitTarget
+	if err := env.kube.Client().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &gt); err != nil {
+		return nil
+	}
+	return meta.FindStatusCondition(gt.Status.Conditions, typ)
+}
+
+func conditionStatus(t *testing.T, ns, name, typ string) metav1.ConditionStatus {
+	if c := targetCondition(t, ns, name, typ); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+func containsLine(content, line string) bool {
+	for _, l := range strings.Split(content, "\n") {
+		if l == line {
+			return true
+		}
+	}
+	return false
+}
+
+// gitLog is the branch history with changed files, for failure messages.
+func gitLog(t *testing.T, repo string) string {
+	t.Helper()
+	out, _ := env.git.Git(repo, "log", "--format=%h %s", "--name-status", "main")
+	return out
+}
