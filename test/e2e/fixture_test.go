@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -28,19 +30,44 @@ func init() {
 
 // operatorProcess is one run of the operator in this process.
 type operatorProcess struct {
-	cancel context.CancelFunc
-	done   chan error
+	cancel   context.CancelFunc
+	done     chan error
+	registry *prometheus.Registry
 }
 
-var operatorMu sync.Mutex
+// lastRegistry is the metrics registry of the most recent operator run.
+var lastRegistry *prometheus.Registry
+
+// metricSum adds up every series of a metric family in the last run.
+func metricSum(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := lastRegistry.Gather()
+	require.NoError(t, err)
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
 
 // startOperator runs the operator until the returned stop is called (or
-// the test ends). Tests that restart the operator share the package, so
-// runs are serialized.
+// the test ends). Tests run one after another, so one operator runs at a
+// time.
 func startOperator(t *testing.T) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &operatorProcess{cancel: cancel, done: make(chan error, 1)}
+	p := &operatorProcess{cancel: cancel, done: make(chan error, 1), registry: prometheus.NewRegistry()}
+	lastRegistry = p.registry
 	go func() {
 		p.done <- operator.Run(ctx, operator.Options{
 			Config:             env.kube.Config(),
@@ -49,7 +76,7 @@ func startOperator(t *testing.T) (stop func()) {
 			LeaderElect:        false,
 			OperatorNamespace:  "default",
 			TargetResync:       2 * time.Second,
-			Registry:           prometheus.NewRegistry(),
+			Registry:           p.registry,
 			SkipNameValidation: true,
 		})
 	}()
@@ -195,4 +222,24 @@ func gitLog(t *testing.T, repo string) string {
 	t.Helper()
 	out, _ := env.git.Git(repo, "log", "--format=%h %s", "--name-status", "main")
 	return out
+}
+
+// pushExternalCommit commits a file to main from a clone, as a human would.
+func pushExternalCommit(t *testing.T, repo, path, content string) {
+	t.Helper()
+	dir := t.TempDir()
+	run := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Human", "GIT_AUTHOR_EMAIL=human@example.com",
+			"GIT_COMMITTER_NAME=Human", "GIT_COMMITTER_EMAIL=human@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	run("clone", "-q", "-b", "main", env.git.FileURL(repo), "work")
+	dir += "/work"
+	require.NoError(t, os.WriteFile(dir+"/"+path, []byte(content), 0o644))
+	run("add", path)
+	run("commit", "-q", "-m", "human edit")
+	run("push", "-q", "origin", "main")
 }
