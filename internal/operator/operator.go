@@ -58,7 +58,11 @@ func Run(ctx context.Context, o Options) error {
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "gitops-reverser.configbutler.ai",
 		LeaderElectionNamespace: orDefault(o.LeaderElectionNamespace, o.OperatorNamespace),
-		Controller:              config.Controller{SkipNameValidation: &o.SkipNameValidation},
+		// A stopping replica hands the lease over at once instead of making
+		// the next one wait for it to expire; the engine has committed what
+		// it held by then.
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

@@ -73,7 +73,7 @@ func startOperator(t *testing.T) (stop func()) {
 			Config:             env.kube.Config(),
 			MetricsAddr:        "0",
 			ProbeAddr:          "0",
-			LeaderElect:        false,
+			LeaderElect:        true,
 			OperatorNamespace:  "default",
 			TargetResync:       2 * time.Second,
 			Registry:           p.registry,
