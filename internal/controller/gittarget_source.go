@@ -41,7 +41,7 @@ func (r *GitTargetReconciler) connectSource(ctx context.Context, run *targetRun)
 			fmt.Sprintf("ClusterProvider %s's spec.allowedNamespaces does not admit namespace %q", cp.Name, t.Namespace))
 		return errStop
 	}
-	sc, err := r.sourceConfig(ctx, &cp)
+	sc, err := sourceConfig(ctx, r.SecretReader, r.LocalConfig, r.OperatorNamespace, &cp)
 	if err != nil {
 		r.Engine.RemoveTarget(ctx, keyOf(t))
 		run.conds.block(v1alpha3.ConditionClusterProviderReady, v1alpha3.ReasonInvalidSpec, err.Error())
@@ -79,27 +79,29 @@ func (r *GitTargetReconciler) namespaceAdmitted(ctx context.Context, cp *v1alpha
 	return rules.NamespaceAllowed(policy, "", info)
 }
 
-// sourceConfig returns how to reach a ClusterProvider's source.
-func (r *GitTargetReconciler) sourceConfig(ctx context.Context, cp *v1alpha3.ClusterProvider) (engine.SourceConfig, error) {
+// sourceConfig returns how to reach a ClusterProvider's source: the local
+// cluster, or the kubeconfig in a Secret of the operator's namespace.
+func sourceConfig(ctx context.Context, secrets ctrl.Reader, local *rest.Config, operatorNamespace string,
+	cp *v1alpha3.ClusterProvider) (engine.SourceConfig, error) {
 	qps := fmt.Sprintf("qps=%d,burst=%d", cp.Spec.QPS, cp.Spec.Burst)
 	if cp.Spec.KubeConfig == nil {
-		cfg := rest.CopyConfig(r.LocalConfig)
+		cfg := rest.CopyConfig(local)
 		applyRate(cfg, cp)
 		return engine.SourceConfig{Config: cfg, Local: true, Fingerprint: "local," + qps}, nil
 	}
 	ref := cp.Spec.KubeConfig.SecretRef
 	key := orDefault(ref.Key, "value")
 	var secret corev1.Secret
-	if err := r.SecretReader.Get(ctx, ctrl.ObjectKey{Namespace: r.OperatorNamespace, Name: ref.Name}, &secret); err != nil {
-		return engine.SourceConfig{}, fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", r.OperatorNamespace, ref.Name, err)
+	if err := secrets.Get(ctx, ctrl.ObjectKey{Namespace: operatorNamespace, Name: ref.Name}, &secret); err != nil {
+		return engine.SourceConfig{}, fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", operatorNamespace, ref.Name, err)
 	}
 	data, ok := secret.Data[key]
 	if !ok {
-		return engine.SourceConfig{}, fmt.Errorf("the kubeconfig Secret %s/%s has no key %q", r.OperatorNamespace, ref.Name, key)
+		return engine.SourceConfig{}, fmt.Errorf("the kubeconfig Secret %s/%s has no key %q", operatorNamespace, ref.Name, key)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
-		return engine.SourceConfig{}, fmt.Errorf("parsing the kubeconfig in Secret %s/%s: %w", r.OperatorNamespace, ref.Name, err)
+		return engine.SourceConfig{}, fmt.Errorf("parsing the kubeconfig in Secret %s/%s: %w", operatorNamespace, ref.Name, err)
 	}
 	applyRate(cfg, cp)
 	return engine.SourceConfig{Config: cfg, Fingerprint: "secret=" + secret.ResourceVersion + "," + qps}, nil

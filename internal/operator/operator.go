@@ -103,6 +103,10 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, o Options) error {
 		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets}},
 		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Engine: eng, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync}},
+		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
+			OperatorNamespace: o.OperatorNamespace}},
+		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
+		{"ClusterWatchRule", &controller.RuleReconciler{Client: c, Engine: eng, Cluster: true}},
 	}
 	for _, r := range reconcilers {
 		if err := r.setup.SetupWithManager(mgr); err != nil {

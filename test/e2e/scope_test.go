@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -116,4 +118,32 @@ func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// TestRulesAndProvidersExplainThemselves: a rule naming something
+// unservable says so; a working rule and the ClusterProvider are Ready.
+func TestRulesAndProvidersExplainThemselves(t *testing.T) {
+	m := newMirror(t, "explained", "configmaps")
+	apply(t, watchRule(m.ns, "typo", m.target, "confgimaps"))
+	startOperator(t)
+	ruleCondition := func(name, typ string) *metav1.Condition {
+		var wr v1alpha3.WatchRule
+		if env.kube.Client().Get(context.Background(), client.ObjectKey{Namespace: m.ns, Name: name}, &wr) != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(wr.Status.Conditions, typ)
+	}
+	eventually(t, "the working rule is Ready", func() bool {
+		c := ruleCondition("rule", v1alpha3.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	eventually(t, "the typo is explained", func() bool {
+		c := ruleCondition("typo", v1alpha3.ConditionResourcesResolved)
+		return c != nil && c.Reason == v1alpha3.ReasonResourcesUnresolved && strings.Contains(c.Message, "confgimaps")
+	})
+	eventually(t, "the ClusterProvider is Ready", func() bool {
+		var cp v1alpha3.ClusterProvider
+		return env.kube.Client().Get(context.Background(), client.ObjectKey{Name: "default"}, &cp) == nil &&
+			meta.IsStatusConditionTrue(cp.Status.Conditions, v1alpha3.ConditionReady) && cp.Status.ServerVersion != ""
+	})
 }
