@@ -1,0 +1,258 @@
+package branch_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/gogit"
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/test/harness"
+)
+
+// git is the real Git remote the worker commits to (file:// through the
+// go-git forge), shared by the package.
+var git *harness.GitServer
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "branch-test-")
+	if err == nil {
+		git, err = harness.StartGitServer(dir, harness.GitServerOptions{})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	git.Stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var target = branch.TargetKey{Namespace: "team", Name: "mirror"}
+
+// newWorker starts a worker on a fresh repository. The commit window is
+// long, so a test decides when a window closes (Flush) unless it says
+// otherwise.
+func newWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forge, tune func(*branch.Config)) *branch.Worker {
+	t.Helper()
+	_, err := git.CreateBareRepo(repo)
+	require.NoError(t, err)
+	client, err := gogit.New(gogit.Options{URL: git.FileURL(repo)})
+	require.NoError(t, err)
+	var f forges.Forge = client
+	if forge != nil {
+		f = forge(client)
+	}
+	cfg := branch.Config{Key: branch.Key{ProviderNamespace: "team", Provider: repo, Branch: "main"}, Forge: f,
+		CommitWindow: time.Hour, RetryBackoff: 20 * time.Millisecond, Log: testr.New(t)}
+	if tune != nil {
+		tune(&cfg)
+	}
+	w := branch.New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.NoError(t, w.SetTarget(ctx, branch.Target{Key: target, Path: "mirror"}))
+	return w
+}
+
+func cm(name, value string) branch.Write {
+	return branch.Write{
+		ID:   manifest.ObjectID{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "team", Name: name},
+		YAML: []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: team\ndata:\n  v: %q\n", name, value)),
+	}
+}
+
+func write(t *testing.T, w *branch.Worker, author branch.Author, wr branch.Write) {
+	t.Helper()
+	require.NoError(t, w.Write(context.Background(), target, author, wr))
+}
+
+func flush(t *testing.T, w *branch.Worker) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, w.Flush(ctx, target))
+}
+
+func show(t *testing.T, repo, path string) string {
+	t.Helper()
+	out, err := git.Git(repo, "show", "main:"+path)
+	require.NoError(t, err)
+	return out
+}
+
+func commits(t *testing.T, repo string) []string {
+	t.Helper()
+	out, err := git.Git(repo, "log", "--format=%an|%s", "main")
+	if err != nil {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}
+
+func TestAWindowGroupsWritesAndTheLastWriteWins(t *testing.T) {
+	w := newWorker(t, "grouping", nil, nil)
+	write(t, w, branch.Author{}, cm("a", "1"))
+	write(t, w, branch.Author{}, cm("b", "1"))
+	write(t, w, branch.Author{}, cm("a", "2"))
+	flush(t, w)
+	require.Equal(t, []string{"GitOps Reverser|Update 2 objects in team/mirror"}, commits(t, "grouping"))
+	require.Contains(t, show(t, "grouping", "mirror/team/configmaps/a.yaml"), `v: "2"`)
+	require.Contains(t, show(t, "grouping", "mirror/README.md"), "GitOps Reverser")
+}
+
+func TestEachAuthorGetsItsOwnCommit(t *testing.T) {
+	w := newWorker(t, "authors", nil, nil)
+	alice := branch.Author{Name: "alice", Email: "alice@example.com", Kind: branch.AuthorUser}
+	write(t, w, alice, cm("a", "1"))
+	write(t, w, branch.Author{}, cm("b", "1"))
+	flush(t, w)
+	require.Equal(t, []string{"GitOps Reverser|Create ConfigMap team/b", "alice|Create ConfigMap team/a"}, commits(t, "authors"))
+	committer, err := git.Git("authors", "log", "-1", "--format=%cn", "main~1")
+	require.NoError(t, err)
+	require.Equal(t, "GitOps Reverser", committer, "the operator commits an attributed change")
+}
+
+func TestAWindowClosesBySilenceAndByItsBufferLimit(t *testing.T) {
+	w := newWorker(t, "silence", nil, func(c *branch.Config) { c.CommitWindow = 50 * time.Millisecond })
+	write(t, w, branch.Author{}, cm("a", "1"))
+	require.Eventually(t, func() bool { return len(commits(t, "silence")) == 1 }, 10*time.Second, 20*time.Millisecond)
+
+	w = newWorker(t, "buffer", nil, func(c *branch.Config) { c.BufferMax = 150 })
+	write(t, w, branch.Author{}, cm("a", "1"))
+	write(t, w, branch.Author{}, cm("b", "1"))
+	require.Eventually(t, func() bool { return len(commits(t, "buffer")) == 1 }, 10*time.Second, 20*time.Millisecond,
+		"two documents pass 150 bytes and close the window without waiting an hour")
+}
+
+func TestAReplaySweepDeletesWhatIsGoneInOneReconcileCommit(t *testing.T) {
+	w := newWorker(t, "sweep", nil, nil)
+	write(t, w, branch.Author{}, cm("stays", "1"))
+	write(t, w, branch.Author{}, cm("goes", "1"))
+	flush(t, w)
+	present := []manifest.ObjectID{cm("stays", "").ID, cm("new", "").ID}
+	write(t, w, branch.Author{}, cm("new", "1"))
+	require.NoError(t, w.Sync(context.Background(), target,
+		&branch.Sweep{Scope: manifest.SweepScope{Kind: "ConfigMap", Namespace: "team"}, Present: present}, true))
+	require.Eventually(t, func() bool { return len(commits(t, "sweep")) == 2 }, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, "GitOps Reverser|Reconcile team/mirror with the cluster: 1 created, 1 deleted", commits(t, "sweep")[0])
+}
+
+// conflicting pushes an external commit before the first n commits, so the
+// worker's head is stale each time.
+type conflicting struct {
+	forges.Forge
+	t     *testing.T
+	repo  string
+	times atomic.Int32
+}
+
+func (c *conflicting) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
+	if c.times.Add(-1) >= 0 {
+		pushExternal(c.t, c.repo, fmt.Sprintf("human-%d.txt", c.times.Load()))
+	}
+	return c.Forge.Commit(ctx, req)
+}
+
+func TestAConflictReplaysOnTheNewHeadAndKeepsTheExternalCommit(t *testing.T) {
+	var c *conflicting
+	w := newWorker(t, "conflict", func(f forges.Forge) forges.Forge {
+		c = &conflicting{Forge: f, t: t, repo: "conflict"}
+		return c
+	}, nil)
+	write(t, w, branch.Author{}, cm("a", "1"))
+	flush(t, w) // the first commit creates the branch
+	c.times.Store(2)
+	write(t, w, branch.Author{}, cm("b", "1"))
+	flush(t, w)
+	log := commits(t, "conflict")
+	require.Equal(t, "GitOps Reverser|Create ConfigMap team/b", log[0])
+	require.Len(t, log, 4, "two external commits kept, ours on top: %v", log)
+	require.NotEmpty(t, show(t, "conflict", "human-0.txt"))
+}
+
+// failing fails the first n commits with err.
+type failing struct {
+	forges.Forge
+	mu  sync.Mutex
+	n   int
+	err error
+}
+
+func (f *failing) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
+	f.mu.Lock()
+	if f.n > 0 {
+		f.n--
+		f.mu.Unlock()
+		return forges.CommitResult{}, f.err
+	}
+	f.mu.Unlock()
+	return f.Forge.Commit(ctx, req)
+}
+
+func TestAFailedCommitKeepsItsWritesAndRetries(t *testing.T) {
+	var errs []error
+	var mu sync.Mutex
+	w := newWorker(t, "retry", func(f forges.Forge) forges.Forge {
+		return &failing{Forge: f, n: 2, err: &forges.Error{Kind: forges.KindRateLimited, RetryAfter: 50 * time.Millisecond}}
+	}, func(c *branch.Config) {
+		c.OnError = func(_ branch.TargetKey, err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }
+	})
+	write(t, w, branch.Author{}, cm("a", "1"))
+	err := w.Flush(context.Background(), target)
+	require.ErrorIs(t, err, forges.ErrRateLimited, "the flush reports the failure")
+	require.Eventually(t, func() bool { return len(commits(t, "retry")) == 1 }, 10*time.Second, 20*time.Millisecond,
+		"the writes were kept and land once the forge accepts")
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, len(errs), 1)
+}
+
+func TestAnUnencryptedSensitiveWriteIsRefusedAndNothingIsCommitted(t *testing.T) {
+	var refused error
+	w := newWorker(t, "sensitive", nil, func(c *branch.Config) {
+		c.OnError = func(_ branch.TargetKey, err error) { refused = err }
+	})
+	secret := branch.Write{
+		ID:        manifest.ObjectID{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: "team", Name: "db"},
+		YAML:      []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: team\nstringData:\n  password: plaintext\n"),
+		Sensitive: true,
+	}
+	write(t, w, branch.Author{}, secret)
+	flush(t, w)
+	require.Empty(t, commits(t, "sensitive"))
+	require.Error(t, refused)
+	require.Contains(t, refused.Error(), string(manifest.RefusalNotEncrypted))
+}
+
+func pushExternal(t *testing.T, repo, file string) {
+	t.Helper()
+	dir := t.TempDir()
+	run := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Human", "GIT_AUTHOR_EMAIL=h@example.com",
+			"GIT_COMMITTER_NAME=Human", "GIT_COMMITTER_EMAIL=h@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	run("clone", "-q", "-b", "main", git.FileURL(repo), ".")
+	require.NoError(t, os.WriteFile(dir+"/"+file, []byte("human\n"), 0o644))
+	run("add", file)
+	run("commit", "-q", "-m", "human edit")
+	run("push", "-q", "origin", "main")
+}
