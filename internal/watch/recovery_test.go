@@ -1,0 +1,176 @@
+package watch_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/configbutler/gitops-reverser/internal/watch"
+)
+
+// These tests script the API server's answers with client-go's fake
+// dynamic client: 410 Gone, a refused streaming list and a closed watch
+// cannot be provoked on demand from a real one.
+
+func object(name, rv string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace("ns")
+	u.SetName(name)
+	u.SetResourceVersion(rv)
+	return u
+}
+
+func endOfReplay(rv string) *unstructured.Unstructured {
+	u := object("", rv)
+	u.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	return u
+}
+
+// script answers successive watch calls with the given event lists; each
+// watch closes after its events unless hold is set for it.
+type script struct {
+	mu      sync.Mutex
+	watches [][]apiwatch.Event
+	opts    []metav1.ListOptions
+}
+
+func (s *script) reactor(action clienttesting.Action) (bool, apiwatch.Interface, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts = append(s.opts, action.(clienttesting.WatchActionImpl).ListOptions)
+	if len(s.watches) == 0 {
+		return true, apiwatch.NewFake(), nil // stays open, silent
+	}
+	events := s.watches[0]
+	s.watches = s.watches[1:]
+	w := apiwatch.NewFakeWithChanSize(len(events), false)
+	for _, ev := range events {
+		w.Action(ev.Type, ev.Object)
+	}
+	w.Stop()
+	return true, w, nil
+}
+
+type counter struct {
+	mu                        sync.Mutex
+	replays, reconnects, gone int
+}
+
+func (c *counter) Event(watch.Scope, apiwatch.EventType) {}
+func (c *counter) Replay(watch.Scope)                    { c.mu.Lock(); c.replays++; c.mu.Unlock() }
+func (c *counter) Reconnect(watch.Scope)                 { c.mu.Lock(); c.reconnects++; c.mu.Unlock() }
+func (c *counter) Gone(watch.Scope)                      { c.mu.Lock(); c.gone++; c.mu.Unlock() }
+
+func runScripted(t *testing.T, client *dynamicfake.FakeDynamicClient, obs watch.Observer, want int) []watch.Event {
+	t.Helper()
+	events := make(chan watch.Event, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &watch.Stream{Client: client, Scope: watch.Scope{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace: "ns"},
+		Log: testr.New(t), Observer: obs, MinBackoff: time.Millisecond,
+		Handler: func(_ context.Context, ev watch.Event) error { events <- ev; return nil }}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	var got []watch.Event
+	for len(got) < want {
+		select {
+		case ev := <-events:
+			got = append(got, ev)
+		case <-time.After(10 * time.Second):
+			require.FailNowf(t, "too few events", "got %d of %d", len(got), want)
+		}
+	}
+	cancel()
+	<-done
+	return got
+}
+
+func kinds(events []watch.Event) []watch.EventKind {
+	var out []watch.EventKind
+	for _, ev := range events {
+		out = append(out, ev.Kind)
+	}
+	return out
+}
+
+func newFakeClient() *dynamicfake.FakeDynamicClient {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"})
+}
+
+func TestA410GoneStartsAFreshReplay(t *testing.T) {
+	client := newFakeClient()
+	sc := &script{watches: [][]apiwatch.Event{
+		{{Type: apiwatch.Added, Object: object("a", "5")}, {Type: apiwatch.Bookmark, Object: endOfReplay("5")},
+			{Type: apiwatch.Error, Object: &apierrors.NewResourceExpired("too old resource version").ErrStatus}},
+		{{Type: apiwatch.Added, Object: object("a", "9")}, {Type: apiwatch.Bookmark, Object: endOfReplay("9")}},
+	}}
+	client.PrependWatchReactor("configmaps", sc.reactor)
+	obs := &counter{}
+	got := runScripted(t, client, obs, 6)
+	require.Equal(t, []watch.EventKind{watch.ReplayStart, watch.Upsert, watch.Synced, watch.ReplayStart, watch.Upsert, watch.Synced}, kinds(got))
+	require.Equal(t, 1, obs.gone)
+	require.Equal(t, 2, obs.replays)
+	require.True(t, *sc.opts[1].SendInitialEvents, "the rebuild is a sendInitialEvents replay")
+}
+
+func TestAClosedWatchResumesFromItsResourceVersionWithoutAReplay(t *testing.T) {
+	client := newFakeClient()
+	sc := &script{watches: [][]apiwatch.Event{
+		{{Type: apiwatch.Bookmark, Object: endOfReplay("7")}},
+		{{Type: apiwatch.Modified, Object: object("a", "8")}},
+	}}
+	client.PrependWatchReactor("configmaps", sc.reactor)
+	obs := &counter{}
+	got := runScripted(t, client, obs, 3)
+	require.Equal(t, []watch.EventKind{watch.ReplayStart, watch.Synced, watch.Upsert}, kinds(got))
+	require.Equal(t, "7", sc.opts[1].ResourceVersion, "resumed from the last bookmark")
+	require.Nil(t, sc.opts[1].SendInitialEvents)
+	require.Equal(t, 1, obs.replays)
+}
+
+func TestAClosedReplayStartsOver(t *testing.T) {
+	client := newFakeClient()
+	sc := &script{watches: [][]apiwatch.Event{
+		{{Type: apiwatch.Added, Object: object("a", "3")}}, // closed before initial-events-end
+		{{Type: apiwatch.Added, Object: object("a", "4")}, {Type: apiwatch.Bookmark, Object: endOfReplay("4")}},
+	}}
+	client.PrependWatchReactor("configmaps", sc.reactor)
+	got := runScripted(t, client, &counter{}, 5)
+	require.Equal(t, []watch.EventKind{watch.ReplayStart, watch.Upsert, watch.ReplayStart, watch.Upsert, watch.Synced}, kinds(got))
+}
+
+func TestARefusedStreamingListFallsBackToListThenWatch(t *testing.T) {
+	client := newFakeClient()
+	calls := 0
+	client.PrependWatchReactor("configmaps", func(action clienttesting.Action) (bool, apiwatch.Interface, error) {
+		calls++
+		opts := action.(clienttesting.WatchActionImpl).ListOptions
+		if opts.SendInitialEvents != nil {
+			return true, nil, apierrors.NewBadRequest("sendInitialEvents is not supported")
+		}
+		require.Equal(t, "42", opts.ResourceVersion, "the watch continues from the list")
+		return true, apiwatch.NewFake(), nil
+	})
+	client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		list := &unstructured.UnstructuredList{Items: []unstructured.Unstructured{*object("a", "40"), *object("b", "41")}}
+		list.SetResourceVersion("42")
+		return true, list, nil
+	})
+	got := runScripted(t, client, &counter{}, 4)
+	require.Equal(t, []watch.EventKind{watch.ReplayStart, watch.Upsert, watch.Upsert, watch.Synced}, kinds(got))
+	require.ElementsMatch(t, []watch.ObjectKey{{"ns", "a"}, {"ns", "b"}}, got[3].Present)
+}
