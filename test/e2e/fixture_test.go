@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -224,22 +222,9 @@ func gitLog(t *testing.T, repo string) string {
 	return out
 }
 
-// pushExternalCommit commits a file to main from a clone, as a human would.
+// pushExternalCommit commits a file to main, as a human would.
 func pushExternalCommit(t *testing.T, repo, path, content string) {
 	t.Helper()
-	dir := t.TempDir()
-	run := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Human", "GIT_AUTHOR_EMAIL=human@example.com",
-			"GIT_COMMITTER_NAME=Human", "GIT_COMMITTER_EMAIL=human@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-	}
-	run("clone", "-q", "-b", "main", env.git.FileURL(repo), "work")
-	dir += "/work"
-	require.NoError(t, os.WriteFile(dir+"/"+path, []byte(content), 0o644))
-	run("add", path)
-	run("commit", "-q", "-m", "human edit")
-	run("push", "-q", "origin", "main")
+	_, err := env.git.CommitFiles(repo, map[string]string{path: content}, "human edit")
+	require.NoError(t, err)
 }

@@ -28,7 +28,7 @@ func TestAllowedSourceNamespacesByNameAndBySelector(t *testing.T) {
 		}},
 		&v1alpha3.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "everywhere"}, Spec: v1alpha3.WatchRuleSpec{
 			TargetRef: v1alpha3.TargetReference{Name: "wide"},
-			Rules: []v1alpha3.NamespacedResourceRule{{ResourceSelector: v1alpha3.ResourceSelector{Resources: []string{"configmaps"}}, SourceNamespace: "*"}},
+			Rules:     []v1alpha3.NamespacedResourceRule{{ResourceSelector: v1alpha3.ResourceSelector{Resources: []string{"configmaps"}}, SourceNamespace: "*"}},
 		}},
 	)
 	for _, ns := range []string{m.ns, "ns-exact", "ns-labelled", "ns-denied"} {

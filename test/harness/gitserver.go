@@ -193,39 +193,64 @@ func (s *GitServer) CreateBareRepo(name string) (string, error) {
 // one commit with files (slash-separated path -> content) and returns that
 // commit's hash.
 func (s *GitServer) CreateRepoWithCommit(name string, files map[string]string) (string, error) {
-	repo, err := s.CreateBareRepo(name)
-	if err != nil {
+	if _, err := s.CreateBareRepo(name); err != nil {
 		return "", err
 	}
+	return s.CommitFiles(name, files, "Initial commit")
+}
+
+// CommitFiles commits files (slash-separated path -> content) on top of the
+// main branch of repository name, as another writer to the remote would, and
+// returns the new commit's hash.
+func (s *GitServer) CommitFiles(name string, files map[string]string, message string) (string, error) {
 	workTree, err := os.MkdirTemp(s.tmpDir, "worktree-")
 	if err != nil {
-		return "", fmt.Errorf("creating a work tree for the first commit of %q: %w", name, err)
+		return "", fmt.Errorf("creating a work tree to commit to %q: %w", name, err)
 	}
 	defer os.RemoveAll(workTree)
+	// The index lives outside the work tree, so it is never staged itself.
+	env := append(commitIdentityEnv(), "GIT_INDEX_FILE="+workTree+".index")
+	defer os.Remove(workTree + ".index")
+	base := []string{"--git-dir=" + s.RepoPath(name), "--work-tree=" + workTree}
+	if _, err := s.Git(name, "rev-parse", "--verify", "--quiet", "refs/heads/main"); err == nil {
+		if _, err := s.runGit(env, append(base, "read-tree", "refs/heads/main")...); err != nil {
+			return "", fmt.Errorf("reading the head of %q: %w", name, err)
+		}
+	}
+	if err := writeFiles(workTree, files); err != nil {
+		return "", fmt.Errorf("writing files to commit to %q: %w", name, err)
+	}
+	// Only the given paths: the work tree lacks the head's other files, which
+	// must stay as they are.
+	add := append(base, "add", "--")
+	for path := range files {
+		add = append(add, path)
+	}
+	if _, err := s.runGit(env, add...); err != nil {
+		return "", fmt.Errorf("staging a commit to %q: %w", name, err)
+	}
+	if _, err := s.runGit(env, append(base, "commit", "--quiet", "-m", message)...); err != nil {
+		return "", fmt.Errorf("committing to %q: %w", name, err)
+	}
+	return s.Git(name, "rev-parse", "refs/heads/main")
+}
+
+func writeFiles(dir string, files map[string]string) error {
 	paths := make([]string, 0, len(files))
 	for path := range files {
 		paths = append(paths, path)
 	}
 	sort.Strings(paths)
 	for _, path := range paths {
-		full := filepath.Join(workTree, filepath.FromSlash(path))
+		full := filepath.Join(dir, filepath.FromSlash(path))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return "", fmt.Errorf("writing %s for the first commit of %q: %w", path, name, err)
+			return fmt.Errorf("writing %s: %w", path, err)
 		}
 		if err := os.WriteFile(full, []byte(files[path]), 0o644); err != nil {
-			return "", fmt.Errorf("writing %s for the first commit of %q: %w", path, name, err)
+			return fmt.Errorf("writing %s: %w", path, err)
 		}
 	}
-	// A separate index keeps the bare repository free of work-tree state.
-	env := append(commitIdentityEnv(), "GIT_INDEX_FILE="+filepath.Join(workTree, ".git-index"))
-	base := []string{"--git-dir=" + repo, "--work-tree=" + workTree}
-	if _, err := s.runGit(env, append(base, "add", "--all", ".")...); err != nil {
-		return "", fmt.Errorf("staging the first commit of %q: %w", name, err)
-	}
-	if _, err := s.runGit(env, append(base, "commit", "--quiet", "-m", "Initial commit")...); err != nil {
-		return "", fmt.Errorf("committing the first commit of %q: %w", name, err)
-	}
-	return s.Git(name, "rev-parse", "refs/heads/main")
+	return nil
 }
 
 // Git runs git against bare repository name (git --git-dir=<repo> args...)
