@@ -1,7 +1,6 @@
 package v1alpha3_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,13 +12,5 @@ import (
 var kube *harness.Kube
 
 func TestMain(m *testing.M) {
-	var err error
-	kube, err = harness.StartKube(harness.KubeOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	kube.Stop()
-	os.Exit(code)
+	os.Exit(harness.RunWithKube(m, harness.KubeOptions{}, &kube))
 }

@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -19,12 +18,5 @@ func TestMain(m *testing.M) {
 	// Each test's manager logs through its own logger; this only silences
 	// controller-runtime's warning that the global one was never set.
 	ctrllog.SetLogger(logr.Discard())
-	var err error
-	if kube, err = harness.StartKube(harness.KubeOptions{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	kube.Stop()
-	os.Exit(code)
+	os.Exit(harness.RunWithKube(m, harness.KubeOptions{}, &kube))
 }

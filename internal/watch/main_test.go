@@ -1,7 +1,6 @@
 package watch_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -11,12 +10,5 @@ import (
 var kube *harness.Kube
 
 func TestMain(m *testing.M) {
-	var err error
-	if kube, err = harness.StartKube(harness.KubeOptions{SkipCRDs: true}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	kube.Stop()
-	os.Exit(code)
+	os.Exit(harness.RunWithKube(m, harness.KubeOptions{SkipCRDs: true}, &kube))
 }

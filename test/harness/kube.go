@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -180,4 +181,17 @@ func (k *Kube) Stop() {
 		return
 	}
 	_ = k.env.Stop()
+}
+
+// RunWithKube is a package's TestMain body: it starts a control plane into
+// *kube, runs the tests, stops it, and returns the exit code for os.Exit.
+func RunWithKube(m *testing.M, opts KubeOptions, kube **Kube) int {
+	k, err := StartKube(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*kube = k
+	defer k.Stop()
+	return m.Run()
 }
