@@ -102,19 +102,3 @@ func (e *Engine) failed(target branch.TargetKey, err error) {
 	e.mu.Unlock()
 	e.notify(target)
 }
-
-// Flush commits the target's open window now and waits for it to reach the
-// remote.
-func (e *Engine) Flush(ctx context.Context, target branch.TargetKey) error {
-	e.mu.Lock()
-	t := e.targets[target]
-	var w *branch.Worker
-	if t != nil {
-		w = t.worker
-	}
-	e.mu.Unlock()
-	if w == nil {
-		return errors.New("the GitTarget is not mirrored")
-	}
-	return w.Flush(ctx, target)
-}
