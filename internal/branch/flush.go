@@ -10,31 +10,40 @@ import (
 
 // push commits pending windows, oldest first, while the push budget allows.
 // A conflict re-reads the branch and replays the window's writes on the new
-// head; other failures keep the writes and retry later with backoff.
+// head. A failure of the forge itself holds the whole branch back for a
+// backoff; a failure that belongs to one GitTarget (content it cannot plan)
+// parks only that target's windows, so the others keep committing.
 func (w *Worker) push(ctx context.Context) {
 	now := w.cfg.Clock.Now()
 	if now.Before(w.retryAt) {
 		return
 	}
-	for len(w.pending) > 0 {
+	for i := 0; i < len(w.pending); {
+		win := w.pending[i]
+		if until, ok := w.parked[win.target]; ok && now.Before(until) {
+			i++ // keeps this target's windows in order behind the parked one
+			continue
+		}
 		if wait := w.budget.wait(now); wait > 0 {
 			return
 		}
-		win := w.pending[0]
 		committed, err := w.commitWithReplay(ctx, win)
 		if err != nil {
-			w.failed(win, err)
-			return
+			if !w.failed(win, err) {
+				return
+			}
+			i++
+			continue
 		}
-		w.pending = w.pending[1:]
+		delete(w.parked, win.target)
+		w.pending = append(w.pending[:i], w.pending[i+1:]...)
 		if committed {
 			w.budget.spend(w.cfg.Clock.Now())
 		}
 		w.backoff = w.cfg.RetryBackoff
-		w.retryAt = time.Time{}
 		now = w.cfg.Clock.Now()
 	}
-	w.notifyFlushers(nil)
+	w.notifyFlushers(nil, nil)
 }
 
 // commitWithReplay commits one window, replaying it on a fresh head after
@@ -98,6 +107,8 @@ func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
 	}
 	w.state.committed(res, plan)
 	w.observeCommit(win, plan, res, start)
+	w.cfg.Log.Info("committed", "target", win.target.String(), "commit", res.Commit, "objects", len(plan.changes),
+		"author", author.Name)
 	return true, nil
 }
 
@@ -130,20 +141,29 @@ func (w *Worker) reportRefusals(win *window, plan *windowPlan) {
 		w.cfg.Observer.Refused(w.cfg.Key, string(r.Reason))
 		w.cfg.Log.Info("not writing an object", "target", win.target.String(), "object", r.ID.String(), "reason", string(r.Reason), "detail", r.Detail)
 	}
-	if len(plan.refusals) > 0 && w.cfg.OnError != nil {
-		w.cfg.OnError(win.target, plan.refusalError())
+	if len(plan.refusals) > 0 && w.cfg.OnRefused != nil {
+		w.cfg.OnRefused(win.target, plan.refusals)
 	}
 }
 
 // failed keeps the window for a later retry, waiting as long as the forge
-// asked or with exponential backoff.
-func (w *Worker) failed(win *window, err error) {
+// asked or with exponential backoff. It reports whether the failure is the
+// target's own (the loop may go on with other targets) rather than the
+// forge's.
+func (w *Worker) failed(win *window, err error) bool {
 	wait := w.backoff
 	if ra := forges.RetryAfter(err); ra > wait {
 		wait = ra
 	}
 	w.backoff = min(2*w.backoff, w.cfg.MaxRetryBackoff)
-	w.retryAt = w.cfg.Clock.Now().Add(wait)
+	until := w.cfg.Clock.Now().Add(wait)
+	var forgeErr *forges.Error
+	targetOnly := !errors.As(err, &forgeErr)
+	if targetOnly {
+		w.parked[win.target] = until
+	} else {
+		w.retryAt = until
+	}
 	// Read the branch again before the retry: whatever failed (a moved head,
 	// content a human has since cleaned up) is judged on fresh state.
 	w.state.known = false
@@ -152,5 +172,10 @@ func (w *Worker) failed(win *window, err error) {
 	if w.cfg.OnError != nil {
 		w.cfg.OnError(win.target, wrapTarget(win.target, err))
 	}
-	w.notifyFlushers(wrapTarget(win.target, err))
+	if targetOnly {
+		w.notifyFlushers(&win.target, wrapTarget(win.target, err))
+	} else {
+		w.notifyFlushers(nil, wrapTarget(win.target, err))
+	}
+	return targetOnly
 }

@@ -11,7 +11,7 @@ import (
 // forge's commit list reads as a change log.
 const (
 	DefaultEventTemplate = `{{capitalize .Operation}} {{.Kind}} {{.Ref}}`
-	DefaultGroupTemplate = `Update {{len .Changes}} objects in {{.Target}}
+	DefaultGroupTemplate = `Change {{len .Changes}} objects in {{.Target}}: {{.Summary}}
 {{range .Changes}}
 - {{.Operation}} {{.Kind}} {{.Ref}}{{end}}`
 	DefaultReconcileTemplate = `Reconcile {{.Target}} with the cluster: {{.Summary}}

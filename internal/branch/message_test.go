@@ -20,7 +20,7 @@ func TestDefaultMessagesNameTheObjects(t *testing.T) {
 	}}
 	msg, err = m.Render(two, false)
 	require.NoError(t, err)
-	require.Equal(t, "Update 2 objects in team-a/mirror\n\n- create ConfigMap team-a/a\n- delete ClusterRole viewer\n", msg)
+	require.Equal(t, "Change 2 objects in team-a/mirror: 1 created, 1 deleted\n\n- create ConfigMap team-a/a\n- delete ClusterRole viewer\n", msg)
 
 	msg, err = m.Render(two, true)
 	require.NoError(t, err)

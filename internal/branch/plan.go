@@ -1,9 +1,7 @@
 package branch
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
@@ -21,17 +19,6 @@ type windowPlan struct {
 	refusals     []manifest.Refusal
 	// sweepDeletes counts deletes that came from a replay's sweep.
 	sweepDeletes int
-}
-
-func (p *windowPlan) refusalError() error {
-	var b strings.Builder
-	for i, r := range p.refusals {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(r.Error())
-	}
-	return errors.New(b.String())
 }
 
 // plan turns a window into file changes. A replay's sweeps become deletes

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
 
 // Config is everything a worker is built from.
@@ -41,6 +42,9 @@ type Config struct {
 	OnCommit func(CommitInfo)
 	// OnError is told when a target's writes could not be committed.
 	OnError func(TargetKey, error)
+	// OnRefused is told about objects the planner would not write safely;
+	// the rest of their window is committed.
+	OnRefused func(TargetKey, []manifest.Refusal)
 }
 
 func (c *Config) defaults() {
@@ -92,8 +96,10 @@ type Worker struct {
 	window  *window
 	pending []*window
 	budget  *pushBudget
-	// retryAt is when pending commits are tried again after a failure.
+	// retryAt is when pending commits are tried again after the forge
+	// failed; parked holds the same per target, for failures of its own.
 	retryAt  time.Time
+	parked   map[TargetKey]time.Time
 	backoff  time.Duration
 	flushers []flushWaiter
 }
@@ -134,6 +140,7 @@ func New(cfg Config) *Worker {
 		state:   newBranchState(cfg.Forge, cfg.Key.Branch),
 		budget:  newPushBudget(cfg.PushBurst, cfg.PushInterval),
 		backoff: cfg.RetryBackoff,
+		parked:  map[TargetKey]time.Time{},
 	}
 }
 
@@ -298,14 +305,8 @@ func (w *Worker) resetTimer(timer clock.Timer) {
 	if w.window != nil {
 		wake = w.window.lastEvent.Add(w.cfg.CommitWindow)
 	}
-	if len(w.pending) > 0 {
-		due := w.retryAt
-		if wait := w.budget.wait(now); now.Add(wait).After(due) {
-			due = now.Add(wait)
-		}
-		if due.Before(wake) {
-			wake = due
-		}
+	if due, ok := w.nextPush(now); ok && due.Before(wake) {
+		wake = due
 	}
 	if !timer.Stop() {
 		select {
@@ -316,25 +317,52 @@ func (w *Worker) resetTimer(timer clock.Timer) {
 	timer.Reset(max(wake.Sub(now), 0))
 }
 
+// nextPush is when a pending window can next be tried: after the forge's
+// retry, the push budget, and its target's parking.
+func (w *Worker) nextPush(now time.Time) (time.Time, bool) {
+	var next time.Time
+	found := false
+	for _, win := range w.pending {
+		due := w.retryAt
+		if until := w.parked[win.target]; until.After(due) {
+			due = until
+		}
+		if !found || due.Before(next) {
+			next, found = due, true
+		}
+	}
+	if !found {
+		return next, false
+	}
+	if budget := now.Add(w.budget.wait(now)); budget.After(next) {
+		next = budget
+	}
+	return next, true
+}
+
 func (w *Worker) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	w.retryAt = time.Time{}
+	w.parked = map[TargetKey]time.Time{}
 	w.budget = newPushBudget(len(w.pending)+1, 0)
 	w.finalize(ctx)
 	for _, f := range w.flushers {
 		f.done <- errors.New("branch worker stopped")
 	}
+	w.flushers = nil
 	if len(w.pending) > 0 {
 		w.cfg.Log.Info("stopping with writes not committed; the next replay restores them", "worker", w.cfg.Key.String(), "windows", len(w.pending))
 	}
 }
 
-// notifyFlushers answers flush waiters whose target has nothing pending.
-func (w *Worker) notifyFlushers(err error) {
+// notifyFlushers answers flush waiters whose target has nothing pending,
+// or, with err, those of target (all when target is nil).
+func (w *Worker) notifyFlushers(target *TargetKey, err error) {
 	kept := w.flushers[:0]
 	for _, f := range w.flushers {
-		if err != nil || !w.hasPending(f.target) {
+		failed := err != nil && (target == nil || *target == f.target)
+		if failed || (err == nil && !w.hasPending(f.target)) {
 			f.done <- err
 			continue
 		}

@@ -109,7 +109,7 @@ func TestAWindowGroupsWritesAndTheLastWriteWins(t *testing.T) {
 	write(t, w, branch.Author{}, cm("b", "1"))
 	write(t, w, branch.Author{}, cm("a", "2"))
 	flush(t, w)
-	require.Equal(t, []string{"GitOps Reverser|Update 2 objects in team/mirror"}, commits(t, "grouping"))
+	require.Equal(t, []string{"GitOps Reverser|Change 2 objects in team/mirror: 2 created"}, commits(t, "grouping"))
 	require.Contains(t, show(t, "grouping", "mirror/team/configmaps/a.yaml"), `v: "2"`)
 	require.Contains(t, show(t, "grouping", "mirror/README.md"), "GitOps Reverser")
 }
@@ -222,9 +222,9 @@ func TestAFailedCommitKeepsItsWritesAndRetries(t *testing.T) {
 }
 
 func TestAnUnencryptedSensitiveWriteIsRefusedAndNothingIsCommitted(t *testing.T) {
-	var refused error
+	var refused []manifest.Refusal
 	w := newWorker(t, "sensitive", nil, func(c *branch.Config) {
-		c.OnError = func(_ branch.TargetKey, err error) { refused = err }
+		c.OnRefused = func(_ branch.TargetKey, r []manifest.Refusal) { refused = r }
 	})
 	secret := branch.Write{
 		ID:        manifest.ObjectID{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: "team", Name: "db"},
@@ -234,12 +234,34 @@ func TestAnUnencryptedSensitiveWriteIsRefusedAndNothingIsCommitted(t *testing.T)
 	write(t, w, branch.Author{}, secret)
 	flush(t, w)
 	require.Empty(t, commits(t, "sensitive"))
-	require.Error(t, refused)
-	require.Contains(t, refused.Error(), string(manifest.RefusalNotEncrypted))
+	require.Len(t, refused, 1)
+	require.Equal(t, manifest.RefusalNotEncrypted, refused[0].Reason)
 }
 
 func pushExternal(t *testing.T, repo, file string) {
 	t.Helper()
 	_, err := git.CommitFiles(repo, map[string]string{file: "human\n"}, "human edit")
 	require.NoError(t, err)
+}
+
+func TestContentATargetCannotManageHoldsBackOnlyThatTarget(t *testing.T) {
+	var failures []error
+	var mu sync.Mutex
+	w := newWorker(t, "parked", nil, func(c *branch.Config) {
+		c.OnError = func(_ branch.TargetKey, err error) { mu.Lock(); failures = append(failures, err); mu.Unlock() }
+	})
+	write(t, w, branch.Author{}, cm("a", "1"))
+	flush(t, w)
+	pushExternal(t, "parked", "mirror/values.yaml") // not a Kubernetes object: the path is refused
+	other := branch.TargetKey{Namespace: "team", Name: "other"}
+	ctx := context.Background()
+	require.NoError(t, w.SetTarget(ctx, branch.Target{Key: other, Path: "other"}))
+
+	write(t, w, branch.Author{}, cm("b", "1"))
+	err := w.Flush(ctx, target)
+	var unsupported *manifest.UnsupportedContentError
+	require.ErrorAs(t, err, &unsupported, "the refused path is reported")
+	require.NoError(t, w.Write(ctx, other, branch.Author{}, cm("c", "1")))
+	require.NoError(t, w.Flush(ctx, other), "another target on the branch still commits")
+	require.NotEmpty(t, show(t, "parked", "other/team/configmaps/c.yaml"))
 }

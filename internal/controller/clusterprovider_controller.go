@@ -52,8 +52,9 @@ func (r *ClusterProviderReconciler) Reconcile(ctx context.Context, req reconcile
 func (r *ClusterProviderReconciler) check(ctx context.Context, cp *v1alpha3.ClusterProvider, conds conditionSet) time.Duration {
 	sc, err := sourceConfig(ctx, r.SecretReader, r.LocalConfig, r.OperatorNamespace, cp)
 	if err != nil {
-		conds.set(v1alpha3.ConditionValidated, metav1.ConditionFalse, v1alpha3.ReasonInvalidSpec, err.Error())
-		conds.markStalled(v1alpha3.ReasonInvalidSpec, err.Error())
+		reason := sourceConfigReason(err)
+		conds.set(v1alpha3.ConditionValidated, metav1.ConditionFalse, reason, err.Error())
+		conds.markStalled(reason, err.Error())
 		return r.recheck()
 	}
 	conds.set(v1alpha3.ConditionValidated, metav1.ConditionTrue, v1alpha3.ReasonSucceeded, "connection inputs are valid")

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/credentials"
 	"github.com/configbutler/gitops-reverser/internal/engine"
@@ -157,6 +158,10 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 	s := st.Streams
 	run.target.Status.Streams = &v1alpha3.StreamsSummary{Total: int32(s.Total), Running: int32(s.Running), Replaying: int32(s.Replaying), Failing: int32(s.Failing)}
 	switch {
+	case s.Failing > 0:
+		run.conds.wait(v1alpha3.ConditionStreamsRunning, v1alpha3.ReasonSourceUnreachable,
+			fmt.Sprintf("%d of %d streams are reconnecting to the source", s.Failing, s.Total))
+		run.requeue = retryShort
 	case s.Total == 0:
 		run.conds.setBool(v1alpha3.ConditionStreamsRunning, true, v1alpha3.ReasonSucceeded, "no rules select resources for this target")
 	case s.Running == s.Total:
@@ -170,7 +175,7 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 	case st.Unsupported:
 		run.conds.block(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonUnsupportedContent, st.LastError.Error())
 	case st.LastError != nil:
-		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonRepositoryUnreachable, st.LastError.Error())
+		run.conds.wait(v1alpha3.ConditionGitPathAccepted, commitFailureReason(st.LastError), st.LastError.Error())
 	default:
 		run.conds.setBool(v1alpha3.ConditionGitPathAccepted, true, v1alpha3.ReasonSucceeded, "the Git path is safe to write")
 	}
@@ -178,4 +183,17 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 		run.target.Status.LastCommit = &v1alpha3.CommitReference{SHA: c.Commit, URL: c.URL, Time: &metav1.Time{Time: c.Time}}
 	}
 	return nil
+}
+
+// commitFailureReason names a failed commit by the forge's error kind.
+func commitFailureReason(err error) string {
+	switch forges.KindOf(err) {
+	case forges.KindUnauthorized:
+		return v1alpha3.ReasonUnauthorized
+	case forges.KindForbidden:
+		return v1alpha3.ReasonForbidden
+	case forges.KindRateLimited:
+		return v1alpha3.ReasonRateLimited
+	}
+	return v1alpha3.ReasonRepositoryUnreachable
 }

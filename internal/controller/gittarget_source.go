@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,7 +45,7 @@ func (r *GitTargetReconciler) connectSource(ctx context.Context, run *targetRun)
 	sc, err := sourceConfig(ctx, r.SecretReader, r.LocalConfig, r.OperatorNamespace, &cp)
 	if err != nil {
 		r.Engine.RemoveTarget(ctx, keyOf(t))
-		run.conds.block(v1alpha3.ConditionClusterProviderReady, v1alpha3.ReasonInvalidSpec, err.Error())
+		run.conds.block(v1alpha3.ConditionClusterProviderReady, sourceConfigReason(err), err.Error())
 		return errStop
 	}
 	run.conds.setBool(v1alpha3.ConditionClusterProviderReady, true, v1alpha3.ReasonSucceeded, "ClusterProvider "+cp.Name+" admits this namespace")
@@ -93,11 +94,14 @@ func sourceConfig(ctx context.Context, secrets ctrl.Reader, local *rest.Config, 
 	key := orDefault(ref.Key, "value")
 	var secret corev1.Secret
 	if err := secrets.Get(ctx, ctrl.ObjectKey{Namespace: operatorNamespace, Name: ref.Name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return engine.SourceConfig{}, fmt.Errorf("%w: the kubeconfig Secret %s/%s does not exist", errSecretMissing, operatorNamespace, ref.Name)
+		}
 		return engine.SourceConfig{}, fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", operatorNamespace, ref.Name, err)
 	}
 	data, ok := secret.Data[key]
 	if !ok {
-		return engine.SourceConfig{}, fmt.Errorf("the kubeconfig Secret %s/%s has no key %q", operatorNamespace, ref.Name, key)
+		return engine.SourceConfig{}, fmt.Errorf("%w: the kubeconfig Secret %s/%s has no key %q", errSecretMissing, operatorNamespace, ref.Name, key)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
@@ -131,4 +135,14 @@ func (r *GitTargetReconciler) providerReady(ctx context.Context, run *targetRun)
 	run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, msg)
 	run.requeue = retryShort
 	return errStop
+}
+
+// errSecretMissing marks a kubeconfig Secret (or key) that does not exist.
+var errSecretMissing = errors.New("kubeconfig Secret missing")
+
+func sourceConfigReason(err error) string {
+	if errors.Is(err, errSecretMissing) {
+		return v1alpha3.ReasonSecretNotFound
+	}
+	return v1alpha3.ReasonInvalidSpec
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -61,7 +62,12 @@ func (e *Engine) EnsureSource(ctx context.Context, name string, sc SourceConfig)
 		return nil, err
 	}
 	if err := src.Catalog.Refresh(ctx); err != nil {
-		return nil, fmt.Errorf("reading the API surface of source %s: %w", name, err)
+		// One group failing (an aggregated API down) leaves the rest of the
+		// surface usable; the catalog keeps what it could read.
+		if _, partial := k8sdiscovery.GroupDiscoveryFailedErrorGroups(err); !partial {
+			return nil, fmt.Errorf("reading the API surface of source %s: %w", name, err)
+		}
+		e.opts.Log.Info("part of the source's API surface is unavailable", "source", name, "error", err.Error())
 	}
 	srcCtx, cancel := context.WithCancel(runCtx)
 	src.cancel = cancel
@@ -82,10 +88,15 @@ func (e *Engine) SourceFor(name string) *Source {
 	return e.sources[name]
 }
 
-// RemoveSource stops a source that no GitTarget needs any more.
-func (e *Engine) RemoveSource(name string) {
+// releaseSource stops a source that no GitTarget uses any more.
+func (e *Engine) releaseSource(name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for _, t := range e.targets {
+		if t.spec.Source == name {
+			return
+		}
+	}
 	if src := e.sources[name]; src != nil {
 		src.cancel()
 		delete(e.sources, name)

@@ -105,6 +105,7 @@ func (e *Engine) RemoveTarget(ctx context.Context, key branch.TargetKey) {
 	entry.mirror.Stop()
 	_ = entry.worker.RemoveTarget(ctx, key)
 	e.releaseWorker(entry.spec.Worker)
+	e.releaseSource(entry.spec.Source)
 }
 
 // Status reports a target's runtime state; ok is false when it is not

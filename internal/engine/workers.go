@@ -51,6 +51,7 @@ func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSe
 	}
 	cfg.OnCommit = e.committed
 	cfg.OnError = e.failed
+	cfg.OnRefused = e.refusedByPlanner
 	w := branch.New(cfg)
 	ctx, cancel := context.WithCancel(runCtx)
 	entry := &workerEntry{worker: w, fingerprint: s.Fingerprint, cancel: cancel, done: make(chan struct{})}
@@ -90,6 +91,19 @@ func (e *Engine) committed(info branch.CommitInfo) {
 	}
 	e.mu.Unlock()
 	e.notify(info.Target)
+}
+
+// refusedByPlanner counts objects the planner would not write safely; the
+// rest of their commit went ahead, so this is not a commit failure.
+func (e *Engine) refusedByPlanner(target branch.TargetKey, refusals []manifest.Refusal) {
+	e.mu.Lock()
+	if t := e.targets[target]; t != nil {
+		for _, r := range refusals {
+			t.refused[string(r.Reason)]++
+		}
+	}
+	e.mu.Unlock()
+	e.notify(target)
 }
 
 func (e *Engine) failed(target branch.TargetKey, err error) {

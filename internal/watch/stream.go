@@ -203,6 +203,9 @@ func (s *Stream) follow(ctx context.Context, resourceVersion string, replay *rep
 		}
 		return resourceVersion, fmt.Errorf("resuming the watch on %s from %s: %w", s.Scope, resourceVersion, err)
 	}
+	if replay == nil {
+		s.phase.Store(int32(PhaseRunning)) // resumed: live again, without a replay
+	}
 	return s.consume(ctx, w, resourceVersion, replay)
 }
 
