@@ -42,5 +42,6 @@ bench: test-binaries ## Run the benchmarks
 	$(GO) test ./test/bench/ -run '^$$' -bench . -benchtime 1x -timeout 60m -v
 
 .PHONY: demo
-demo: test-binaries ## Run the operator on a local control plane and a local Git remote
+demo: ## Run the operator on a local control plane and a local Git remote
+	test/tools/build.sh etcd kube-apiserver
 	$(GO) build -o bin/demo ./test/demo && bin/demo
