@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -88,10 +91,30 @@ func (r *ClusterProviderReconciler) recheck() time.Duration {
 	return 5 * time.Minute
 }
 
-// SetupWithManager watches ClusterProviders' spec changes.
+// SetupWithManager watches ClusterProviders' spec changes and the metadata
+// of kubeconfig Secrets in the operator namespace, so a fixed or rotated
+// Secret is checked at once (values are read uncached).
 func (r *ClusterProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterprovider").
 		For(&v1alpha3.ClusterProvider{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersUsingSecret),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return o.GetNamespace() == r.OperatorNamespace
+			}))).
 		Complete(r)
+}
+
+func (r *ClusterProviderReconciler) providersUsingSecret(ctx context.Context, secret client.Object) []reconcile.Request {
+	var list v1alpha3.ClusterProviderList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, cp := range list.Items {
+		if kc := cp.Spec.KubeConfig; kc != nil && kc.SecretRef.Name == secret.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: cp.Name}})
+		}
+	}
+	return out
 }
