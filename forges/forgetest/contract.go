@@ -1,0 +1,212 @@
+// Package forgetest is the forge contract suite: one set of tests that every
+// forge implementation runs unchanged against its real (or documented
+// simulated) server, so the branch worker can rely on the same behaviour
+// from all of them.
+package forgetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/forges"
+)
+
+// Commit is what a repository independently reports about a commit.
+type Commit struct {
+	ID             string
+	Message        string
+	AuthorName     string
+	AuthorEmail    string
+	AuthorDate     time.Time
+	CommitterName  string
+	CommitterEmail string
+	CommitterDate  time.Time
+	Parents        []string
+}
+
+// Repo is one repository under test: a forge client for it and ways to
+// observe and change it that do not go through that client.
+type Repo struct {
+	Forge forges.Forge
+	// File reads a file at the head of branch; ok is false when it is absent.
+	File func(t *testing.T, branch, path string) (content string, ok bool)
+	// Head describes the commit at the head of branch.
+	Head func(t *testing.T, branch string) Commit
+	// ExternalCommit commits a file to branch as another writer would.
+	ExternalCommit func(t *testing.T, branch, path, content string)
+	// WrongCredentials is a client for the same repository whose
+	// credentials the server refuses.
+	WrongCredentials forges.Forge
+}
+
+// Fixture makes repositories on the forge under test.
+type Fixture interface {
+	// NewRepo creates a repository. A non-empty one has a first commit on
+	// main holding seed (path -> content).
+	NewRepo(t *testing.T, name string, seed map[string]string) Repo
+}
+
+// Options tune the suite to what a forge can attest.
+type Options struct {
+	// CommitterIsTokenUser: the forge records its own user as committer
+	// (GitLab), so only the author is compared.
+	CommitterIsTokenUser bool
+}
+
+// Run runs the whole contract against f.
+func Run(t *testing.T, f Fixture, o Options) {
+	t.Run("ManyFilesPutAndDeletedInOneCommit", func(t *testing.T) { manyFiles(t, f) })
+	t.Run("AuthorCommitterAndDatesPreserved", func(t *testing.T) { identities(t, f, o) })
+	t.Run("NewBranch", func(t *testing.T) { newBranch(t, f) })
+	t.Run("EmptyRepository", func(t *testing.T) { emptyRepository(t, f) })
+	t.Run("RaceWithAnExternalCommit", func(t *testing.T) { race(t, f) })
+	t.Run("CredentialsRefused", func(t *testing.T) { refused(t, f) })
+}
+
+var (
+	author    = forges.Signature{Name: "Alice Example", Email: "alice@example.com", When: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	committer = forges.Signature{Name: "GitOps Reverser", Email: "noreply@configbutler.ai", When: time.Date(2026, 3, 4, 5, 6, 9, 0, time.UTC)}
+)
+
+func commit(t *testing.T, r Repo, branch, expected string, changes ...forges.FileChange) forges.CommitResult {
+	t.Helper()
+	res, err := r.Forge.Commit(context.Background(), forges.CommitRequest{
+		Branch: branch, ExpectedHead: expected, Message: "contract: " + t.Name() + "\n",
+		Author: author, Committer: committer, Changes: changes,
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Commit)
+	return res
+}
+
+func head(t *testing.T, r Repo, branch string) string {
+	t.Helper()
+	h, err := r.Forge.Head(context.Background(), branch)
+	require.NoError(t, err)
+	return h
+}
+
+func put(path, content string) forges.FileChange {
+	return forges.FileChange{Path: path, Content: []byte(content)}
+}
+
+func del(path string) forges.FileChange { return forges.FileChange{Path: path, Delete: true} }
+
+func manyFiles(t *testing.T, f Fixture) {
+	seed := map[string]string{}
+	for i := range 10 {
+		seed[fmt.Sprintf("old/file-%02d.yaml", i)] = fmt.Sprintf("n: %d\n", i)
+	}
+	seed["keep.yaml"] = "keep: true\n"
+	r := f.NewRepo(t, "many-files", seed)
+	var changes []forges.FileChange
+	for i := range 30 {
+		changes = append(changes, put(fmt.Sprintf("new/dir-%d/file-%02d.yaml", i%3, i), fmt.Sprintf("n: %d\n", i)))
+	}
+	for i := range 10 {
+		changes = append(changes, del(fmt.Sprintf("old/file-%02d.yaml", i)))
+	}
+	before := head(t, r, "main")
+	res := commit(t, r, "main", before, changes...)
+	require.Equal(t, res.Commit, head(t, r, "main"))
+	require.Equal(t, []string{before}, r.Head(t, "main").Parents, "one commit on top of the expected head")
+	for i := range 30 {
+		content, ok := r.File(t, "main", fmt.Sprintf("new/dir-%d/file-%02d.yaml", i%3, i))
+		require.True(t, ok)
+		require.Equal(t, fmt.Sprintf("n: %d\n", i), content)
+	}
+	for i := range 10 {
+		_, ok := r.File(t, "main", fmt.Sprintf("old/file-%02d.yaml", i))
+		require.False(t, ok, "deleted in the same commit")
+	}
+	kept, ok := r.File(t, "main", "keep.yaml")
+	require.True(t, ok)
+	require.Equal(t, "keep: true\n", kept, "an untouched file stays")
+	entries, err := r.Forge.Tree(context.Background(), res.Commit, "new/dir-1")
+	require.NoError(t, err)
+	require.Len(t, entries, 10, "the forge's own tree read agrees")
+}
+
+func identities(t *testing.T, f Fixture, o Options) {
+	r := f.NewRepo(t, "identities", map[string]string{"a.yaml": "a: 1\n"})
+	commit(t, r, "main", head(t, r, "main"), put("b.yaml", "b: 1\n"))
+	c := r.Head(t, "main")
+	require.Equal(t, author.Name, c.AuthorName)
+	require.Equal(t, author.Email, c.AuthorEmail)
+	require.True(t, author.When.Equal(c.AuthorDate), "author date %s, want %s", c.AuthorDate, author.When)
+	if !o.CommitterIsTokenUser {
+		require.Equal(t, committer.Name, c.CommitterName)
+		require.Equal(t, committer.Email, c.CommitterEmail)
+		require.True(t, committer.When.Equal(c.CommitterDate), "committer date %s, want %s", c.CommitterDate, committer.When)
+	}
+	require.Contains(t, c.Message, "contract: ")
+}
+
+func newBranch(t *testing.T, f Fixture) {
+	r := f.NewRepo(t, "new-branch", map[string]string{"base.yaml": "base: 1\n"})
+	base := head(t, r, "main")
+	_, err := r.Forge.Head(context.Background(), "mirror")
+	require.ErrorIs(t, err, forges.ErrNotFound, "the branch does not exist yet")
+	res, err := r.Forge.Commit(context.Background(), forges.CommitRequest{
+		Branch: "mirror", BaseHead: base, Message: "contract: new branch\n", Author: author, Committer: committer,
+		Changes: []forges.FileChange{put("mirror.yaml", "m: 1\n")},
+	})
+	require.NoError(t, err)
+	require.Equal(t, res.Commit, head(t, r, "mirror"))
+	require.Equal(t, []string{base}, r.Head(t, "mirror").Parents, "the new branch starts from BaseHead")
+	_, ok := r.File(t, "mirror", "base.yaml")
+	require.True(t, ok)
+	require.Equal(t, base, head(t, r, "main"), "main did not move")
+}
+
+func emptyRepository(t *testing.T, f Fixture) {
+	r := f.NewRepo(t, "empty", nil)
+	_, err := r.Forge.Head(context.Background(), "main")
+	require.True(t, errors.Is(err, forges.ErrEmptyRepository) || errors.Is(err, forges.ErrNotFound),
+		"an empty repository has no head: %v", err)
+	res := commit(t, r, "main", "", put("first/file.yaml", "first: true\n"))
+	require.Equal(t, res.Commit, head(t, r, "main"))
+	content, ok := r.File(t, "main", "first/file.yaml")
+	require.True(t, ok)
+	require.Equal(t, "first: true\n", content)
+}
+
+func race(t *testing.T, f Fixture) {
+	r := f.NewRepo(t, "race", map[string]string{"ours.yaml": "v: 1\n", "theirs.yaml": "v: 1\n"})
+	stale := head(t, r, "main")
+	r.ExternalCommit(t, "main", "theirs.yaml", "v: external\n")
+	moved := head(t, r, "main")
+	require.NotEqual(t, stale, moved)
+
+	_, err := r.Forge.Commit(context.Background(), forges.CommitRequest{
+		Branch: "main", ExpectedHead: stale, Message: "contract: stale\n", Author: author, Committer: committer,
+		Changes: []forges.FileChange{put("ours.yaml", "v: 2\n")},
+	})
+	require.ErrorIs(t, err, forges.ErrConflict, "a commit on a stale head is refused")
+	require.Equal(t, moved, head(t, r, "main"), "the external commit is still the head")
+	theirs, _ := r.File(t, "main", "theirs.yaml")
+	require.Equal(t, "v: external\n", theirs, "nothing was reverted")
+
+	commit(t, r, "main", moved, put("ours.yaml", "v: 2\n"))
+	ours, _ := r.File(t, "main", "ours.yaml")
+	require.Equal(t, "v: 2\n", ours, "the retry on the new head lands")
+	theirs, _ = r.File(t, "main", "theirs.yaml")
+	require.Equal(t, "v: external\n", theirs, "and keeps the external change")
+}
+
+func refused(t *testing.T, f Fixture) {
+	r := f.NewRepo(t, "refused", map[string]string{"a.yaml": "a: 1\n"})
+	_, err := r.WrongCredentials.Head(context.Background(), "main")
+	require.ErrorIs(t, err, forges.ErrUnauthorized, "refused credentials read as unauthorized: %v", err)
+	_, err = r.WrongCredentials.Commit(context.Background(), forges.CommitRequest{
+		Branch: "main", ExpectedHead: head(t, r, "main"), Message: "x\n", Author: author, Committer: committer,
+		Changes: []forges.FileChange{put("b.yaml", "b: 1\n")},
+	})
+	require.Error(t, err)
+	require.True(t, errors.Is(err, forges.ErrUnauthorized) || errors.Is(err, forges.ErrForbidden), "%v", err)
+}
