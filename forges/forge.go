@@ -108,3 +108,19 @@ type Forge interface {
 type Prober interface {
 	Probe(ctx context.Context) error
 }
+
+// Budget is a forge's request budget as its last response reported it.
+type Budget struct {
+	Limit     int
+	Remaining int
+	Reset     time.Time
+}
+
+// Budgeter reports the request budget of forges that meter requests
+// (GitHub, GitLab), for metrics, GitProvider status, and for the worker to
+// widen its commit window while the budget runs low.
+type Budgeter interface {
+	// Budget returns the last reported budget; ok is false before any
+	// response carried one.
+	Budget() (b Budget, ok bool)
+}
