@@ -281,7 +281,7 @@ func (w *Worker) updateTarget(m targetMsg) {
 
 func (w *Worker) tick(ctx context.Context) {
 	now := w.cfg.Clock.Now()
-	if w.window != nil && !now.Before(w.window.lastEvent.Add(w.cfg.CommitWindow)) {
+	if w.window != nil && !now.Before(w.window.lastEvent.Add(w.commitWindow())) {
 		w.finalize(ctx)
 		return
 	}
@@ -303,7 +303,7 @@ func (w *Worker) resetTimer(timer clock.Timer) {
 	now := w.cfg.Clock.Now()
 	wake := now.Add(time.Hour)
 	if w.window != nil {
-		wake = w.window.lastEvent.Add(w.cfg.CommitWindow)
+		wake = w.window.lastEvent.Add(w.commitWindow())
 	}
 	if due, ok := w.nextPush(now); ok && due.Before(wake) {
 		wake = due
