@@ -1,0 +1,248 @@
+package gitlab
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	gl "gitlab.com/gitlab-org/api/client-go"
+
+	"github.com/configbutler/gitops-reverser/forges"
+)
+
+// Commit makes one commit through POST /projects/:id/repository/commits
+// (https://docs.gitlab.com/api/commits/#create-a-commit-with-multiple-files-and-actions):
+//   - on an existing branch (ExpectedHead set): after checking the branch
+//     still points at ExpectedHead, with last_commit_id = ExpectedHead on
+//     every update and delete, so GitLab refuses a file changed since;
+//   - a new branch from BaseHead: start_sha = BaseHead, which GitLab
+//     refuses when the branch already exists;
+//   - the first commit of an empty repository (neither set): branch alone,
+//     which GitLab accepts only while the repository has no commits.
+//
+// A refusal is forges.ErrConflict and changes nothing. A commit that
+// landed on a head another writer moved meanwhile is forges.ErrConflict
+// wrapping *MovedHeadError: see the package documentation.
+func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
+	op := "commit to " + req.Branch
+	switch {
+	case req.Branch == "":
+		return forges.CommitResult{}, fmt.Errorf("%s: no branch given", op)
+	case req.Signer != nil:
+		return forges.CommitResult{}, fmt.Errorf("%s: GitLab's commits API cannot carry a commit signature", op)
+	case req.ExpectedHead != "":
+		return c.commitOnBranch(ctx, op, req)
+	case req.BaseHead != "":
+		return c.commitNewBranch(ctx, op, req)
+	}
+	return c.commitFirst(ctx, op, req)
+}
+
+// commitOnBranch commits on top of ExpectedHead. GitLab has no head
+// compare-and-swap, so the head is read right before the commit: a moved
+// head is refused here, without writing anything.
+func (c *Client) commitOnBranch(ctx context.Context, op string, req forges.CommitRequest) (forges.CommitResult, error) {
+	head, err := c.branchHead(ctx, op, req.Branch)
+	if forges.KindOf(err) == forges.KindNotFound {
+		return forges.CommitResult{}, forges.Errorf(forges.KindConflict, op,
+			fmt.Errorf("branch %s no longer exists; expected it at %s: %w", req.Branch, req.ExpectedHead, err))
+	}
+	if err != nil {
+		return forges.CommitResult{}, err
+	}
+	if head != req.ExpectedHead {
+		return forges.CommitResult{}, forges.Errorf(forges.KindConflict, op,
+			fmt.Errorf("branch %s is at %s, not at the expected %s", req.Branch, head, req.ExpectedHead))
+	}
+	actions, err := c.plan(ctx, op, req.ExpectedHead, req.Changes, req.ExpectedHead)
+	if err != nil {
+		return forges.CommitResult{}, err
+	}
+	if len(actions) == 0 {
+		// Every change was the deletion of an absent file: the branch is
+		// already as asked, and GitLab cannot make an empty commit.
+		return forges.CommitResult{Commit: head, Blobs: map[string]string{}}, nil
+	}
+	return c.create(ctx, op, req, actions, req.ExpectedHead, nil)
+}
+
+// commitNewBranch starts req.Branch at BaseHead with the changes. GitLab
+// refuses start_sha for a branch that exists ("A branch called ... already
+// exists"), which is the compare-and-swap for "the branch must not exist".
+func (c *Client) commitNewBranch(ctx context.Context, op string, req forges.CommitRequest) (forges.CommitResult, error) {
+	actions, err := c.plan(ctx, op, req.BaseHead, req.Changes, "")
+	if err != nil {
+		return forges.CommitResult{}, err
+	}
+	if len(actions) == 0 {
+		return forges.CommitResult{}, fmt.Errorf("%s: no changes to start the branch with; GitLab cannot make an empty commit", op)
+	}
+	return c.create(ctx, op, req, actions, req.BaseHead, gl.Ptr(req.BaseHead))
+}
+
+// commitFirst makes the first commit of an empty repository: a commit
+// with only branch set, which GitLab bases on nothing while the project
+// has no commits. The branch must not exist; GitLab would otherwise commit
+// on top of it, so that is checked first.
+func (c *Client) commitFirst(ctx context.Context, op string, req forges.CommitRequest) (forges.CommitResult, error) {
+	head, err := c.branchHead(ctx, op, req.Branch)
+	switch {
+	case err == nil:
+		return forges.CommitResult{}, forges.Errorf(forges.KindConflict, op,
+			fmt.Errorf("branch %s exists (at %s); expected it not to", req.Branch, head))
+	case forges.KindOf(err) != forges.KindNotFound:
+		return forges.CommitResult{}, err
+	}
+	var actions []*gl.CommitActionOptions
+	for _, change := range req.Changes {
+		if !change.Delete {
+			actions = append(actions, putAction(gl.FileCreate, change, ""))
+		}
+	}
+	if len(actions) == 0 {
+		return forges.CommitResult{}, fmt.Errorf("%s: no files to put in the empty repository", op)
+	}
+	return c.create(ctx, op, req, actions, "", nil)
+}
+
+// plan turns changes into actions on base: a put is an update of an
+// existing file and a create otherwise, a delete of an absent file is
+// dropped. lastCommitID, when set, guards every update and delete.
+func (c *Client) plan(ctx context.Context, op, base string, changes []forges.FileChange, lastCommitID string) ([]*gl.CommitActionOptions, error) {
+	exists, err := c.existing(ctx, op, base, changes)
+	if err != nil {
+		return nil, err
+	}
+	var actions []*gl.CommitActionOptions
+	for _, change := range changes {
+		switch {
+		case change.Delete && exists[change.Path]:
+			actions = append(actions, &gl.CommitActionOptions{
+				Action: gl.Ptr(gl.FileDelete), FilePath: gl.Ptr(change.Path), LastCommitID: optional(lastCommitID),
+			})
+		case change.Delete:
+		case exists[change.Path]:
+			actions = append(actions, putAction(gl.FileUpdate, change, lastCommitID))
+		default:
+			actions = append(actions, putAction(gl.FileCreate, change, ""))
+		}
+	}
+	return actions, nil
+}
+
+// putAction writes content base64-encoded, so any bytes survive the JSON
+// body unchanged.
+func putAction(action gl.FileActionValue, change forges.FileChange, lastCommitID string) *gl.CommitActionOptions {
+	return &gl.CommitActionOptions{
+		Action:       gl.Ptr(action),
+		FilePath:     gl.Ptr(change.Path),
+		Content:      gl.Ptr(base64.StdEncoding.EncodeToString(change.Content)),
+		Encoding:     gl.Ptr("base64"),
+		LastCommitID: optional(lastCommitID),
+	}
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// existing says which changed paths exist at base: from the index when it
+// covers them, else from one tree listing of the deepest directory that
+// holds all the others.
+func (c *Client) existing(ctx context.Context, op, base string, changes []forges.FileChange) (map[string]bool, error) {
+	exists := make(map[string]bool, len(changes))
+	var unknown []string
+	for _, change := range changes {
+		if found, known := c.known.lookup(base, change.Path); known {
+			exists[change.Path] = found
+		} else {
+			unknown = append(unknown, change.Path)
+		}
+	}
+	if len(unknown) == 0 {
+		return exists, nil
+	}
+	dir := commonDir(unknown)
+	entries, found, err := c.listFiles(ctx, op, base, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		c.known.remember(base, dir, map[string]struct{}{})
+	}
+	listed := make(map[string]bool, len(entries))
+	for _, entry := range entries {
+		listed[entry.Path] = true
+	}
+	for _, path := range unknown {
+		exists[path] = listed[path]
+	}
+	return exists, nil
+}
+
+// create sends the commit and checks where it landed: its only parent
+// must be base (none for the first commit).
+func (c *Client) create(ctx context.Context, op string, req forges.CommitRequest, actions []*gl.CommitActionOptions,
+	base string, startSHA *string) (forges.CommitResult, error) {
+	opt := &gl.CreateCommitOptions{
+		Branch:        gl.Ptr(req.Branch),
+		CommitMessage: gl.Ptr(req.Message),
+		StartSHA:      startSHA,
+		Actions:       actions,
+		AuthorName:    optional(req.Author.Name),
+		AuthorEmail:   optional(req.Author.Email),
+		Stats:         gl.Ptr(false),
+	}
+	created, resp, err := c.api.Commits.CreateCommit(c.project, opt, gl.WithContext(ctx))
+	if err != nil {
+		return forges.CommitResult{}, classify(op, resp, err)
+	}
+	if created == nil || created.ID == "" {
+		return forges.CommitResult{}, forges.Errorf(forges.KindTransient, op, errors.New("GitLab answered without a commit id"))
+	}
+	want := []string{base}
+	if base == "" {
+		want = nil
+	}
+	if !slices.Equal(created.ParentIDs, want) {
+		return forges.CommitResult{}, forges.Errorf(forges.KindConflict, op,
+			&MovedHeadError{Commit: created.ID, Parents: created.ParentIDs, Expected: base})
+	}
+	c.learn(base, created.ID, req.Changes)
+	return forges.CommitResult{Commit: created.ID, Blobs: blobIDs(req.Changes)}, nil
+}
+
+// learn records the tree of a commit the client made: its base's with
+// the changes applied, or for the first commit of a repository exactly
+// the files it put.
+func (c *Client) learn(base, commit string, changes []forges.FileChange) {
+	if base != "" {
+		c.known.advance(base, commit, changes)
+		return
+	}
+	files := map[string]struct{}{}
+	for _, change := range changes {
+		if !change.Delete {
+			files[change.Path] = struct{}{}
+		}
+	}
+	c.known.remember(commit, "", files)
+}
+
+// blobIDs are the Git ids of the put contents, which GitLab does not
+// return: Git's SHA-1 of "blob <size>\x00<content>".
+func blobIDs(changes []forges.FileChange) map[string]string {
+	blobs := map[string]string{}
+	for _, change := range changes {
+		if !change.Delete {
+			blobs[change.Path] = plumbing.ComputeHash(plumbing.BlobObject, change.Content).String()
+		}
+	}
+	return blobs
+}

@@ -1,0 +1,89 @@
+package gitlab_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/forges/forgetest"
+	"github.com/configbutler/gitops-reverser/forges/gitlab"
+	simgitlab "github.com/configbutler/gitops-reverser/test/sim/gitlab"
+)
+
+// TestForgeContract runs the shared forge contract against the GitLab
+// simulator, which records the token's user as committer (as GitLab does).
+func TestForgeContract(t *testing.T) {
+	forgetest.Run(t, newFixture(t), forgetest.Options{
+		// GitLab's commits API takes author_name and author_email only
+		// (lib/api/commits.rb): the committer is the token's user and both
+		// dates are GitLab's clock.
+		CommitterIsTokenUser: true, AuthorDateIsServerTime: true,
+	})
+}
+
+const (
+	testToken  = "glpat-contract"
+	wrongToken = "glpat-wrong"
+)
+
+func tokenUser() simgitlab.User {
+	return simgitlab.User{Username: "gitops-reverser", Name: "GitOps Reverser Bot", Email: "bot@example.com"}
+}
+
+type fixture struct {
+	server *simgitlab.Server
+	repos  *atomic.Int64
+}
+
+func newFixture(t *testing.T) fixture {
+	server := simgitlab.Start()
+	t.Cleanup(server.Close)
+	server.AddToken(testToken, tokenUser())
+	return fixture{server: server, repos: &atomic.Int64{}}
+}
+
+func (f fixture) NewRepo(t *testing.T, name string, seed map[string]string) forgetest.Repo {
+	path := fmt.Sprintf("contract/%s-%d", name, f.repos.Add(1))
+	_, err := f.server.CreateProject(path, seed)
+	require.NoError(t, err)
+	return forgetest.Repo{
+		Forge:            newClient(t, f.server, path, testToken),
+		WrongCredentials: newClient(t, f.server, path, wrongToken),
+		File: func(t *testing.T, branch, file string) (string, bool) {
+			return f.server.File(path, branch, file)
+		},
+		Head: func(t *testing.T, branch string) forgetest.Commit {
+			c, ok := f.server.HeadCommit(path, branch)
+			require.True(t, ok, "branch %s exists", branch)
+			return forgetest.Commit{ID: c.ID, Message: c.Message, AuthorName: c.AuthorName, AuthorEmail: c.AuthorEmail,
+				AuthorDate: c.AuthorDate, CommitterName: c.CommitterName, CommitterEmail: c.CommitterEmail,
+				CommitterDate: c.CommitterDate, Parents: c.Parents}
+		},
+		ExternalCommit: func(t *testing.T, branch, file, content string) {
+			_, err := f.server.Commit(path, branch, "external edit\n", map[string]string{file: content})
+			require.NoError(t, err)
+		},
+	}
+}
+
+func newClient(t *testing.T, server *simgitlab.Server, project, token string) *gitlab.Client {
+	t.Helper()
+	client, err := gitlab.New(gitlab.Options{APIURL: server.APIURL(), Project: project, Token: token})
+	require.NoError(t, err)
+	return client
+}
+
+// projectRequests counts the requests for project since the last reset.
+func projectRequests(server *simgitlab.Server, project string) int {
+	base := "/projects/" + project
+	n := 0
+	for _, r := range server.Requests() {
+		if r.Path == base || strings.HasPrefix(r.Path, base+"/") {
+			n++
+		}
+	}
+	return n
+}
