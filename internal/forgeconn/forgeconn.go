@@ -74,7 +74,11 @@ func Open(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, branch s
 	switch forgeType {
 	case v1alpha3.ForgeGit:
 		return openGit(spec, creds)
-	case v1alpha3.ForgeGitHub, v1alpha3.ForgeGitLab, v1alpha3.ForgeGitea:
+	case v1alpha3.ForgeGitLab:
+		return openGitLab(spec, creds)
+	case v1alpha3.ForgeGitHub:
+		return openGitHub(spec, creds)
+	case v1alpha3.ForgeGitea:
 		return nil, notSupportedError(spec, forgeType)
 	}
 	return nil, fmt.Errorf("%w: unknown forge type %q (spec.forge.type takes github, gitea, gitlab or git)", ErrForgeNotSupported, forgeType)

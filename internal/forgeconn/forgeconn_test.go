@@ -61,8 +61,6 @@ func TestOpenRefusesForgesWithoutAPIWrites(t *testing.T) {
 		spec    v1alpha3.GitProviderSpec
 		message string
 	}{
-		{v1alpha3.GitProviderSpec{URL: "https://github.com/org/repo.git"}, "writing through the GitHub API is not available yet (forge type github, inferred from spec.url)"},
-		{v1alpha3.GitProviderSpec{URL: "https://gitlab.com/org/repo.git"}, "writing through the GitLab API is not available yet"},
 		{v1alpha3.GitProviderSpec{URL: "https://git.example.com/org/repo.git", Forge: &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea}}, "writing through the Gitea API is not available yet (forge type gitea, spec.forge.type)"},
 	}
 	for _, tt := range tests {

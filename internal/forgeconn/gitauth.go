@@ -42,8 +42,8 @@ func httpAuth(protocol string, creds credentials.Credentials) (gogit.Auth, error
 		}
 		return gogit.BasicAuth{Username: username, Password: creds.Token}, nil
 	case creds.GitHubApp != nil:
-		return nil, fmt.Errorf("%w: the Secret holds a GitHub App, which needs the github forge (not available yet); "+
-			"put a token in the Secret (key token) to push with the Git protocol", ErrUnusableCredentials)
+		return nil, fmt.Errorf("%w: the Secret holds a GitHub App, which commits through the GitHub API; "+
+			"set spec.forge.type: github, or put a token in the Secret (key token) to push with the Git protocol", ErrUnusableCredentials)
 	case len(creds.SSHPrivateKey) > 0:
 		return nil, fmt.Errorf("%w: the Secret holds an SSH key but spec.url is an %s URL; "+
 			"use the repository's ssh:// URL, or put a token or username and password in the Secret", ErrUnusableCredentials, protocol)

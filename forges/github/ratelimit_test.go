@@ -1,0 +1,108 @@
+package github_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/forges"
+	forgegithub "github.com/configbutler/gitops-reverser/forges/github"
+	simgithub "github.com/configbutler/gitops-reverser/test/sim/github"
+)
+
+func withClock(clock *simgithub.Clock) func(*forgegithub.Options) {
+	return func(o *forgegithub.Options) { o.Now = clock.Now }
+}
+
+func TestSecondaryRateLimitIsWaitedOutAndNothingIsLost(t *testing.T) {
+	clock := simgithub.NewClock(time.Now())
+	// Room for exactly one commit (tree, commit, ref update) a minute.
+	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithContentLimit(3, 500))
+	repo := repoName(t, "r")
+	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
+	client := newTokenClient(t, sim, repo, goodToken, withClock(clock))
+	ctx := context.Background()
+	head, err := client.Head(ctx, "main")
+	require.NoError(t, err)
+	_, err = client.Tree(ctx, head, "")
+	require.NoError(t, err)
+	first, err := client.Commit(ctx, commitRequest("main", head, forges.FileChange{Path: "one.yaml", Content: []byte("1\n")}))
+	require.NoError(t, err)
+
+	clock.Advance(15 * time.Second)
+	second := commitRequest("main", first.Commit, forges.FileChange{Path: "two.yaml", Content: []byte("2\n")})
+	_, err = client.Commit(ctx, second)
+	require.ErrorIs(t, err, forges.ErrRateLimited)
+	require.Equal(t, 45*time.Second, forges.RetryAfter(err), "GitHub's retry-after: the minute of the first commit's writes")
+	current, err := client.Head(ctx, "main")
+	require.NoError(t, err, "reads go on during a secondary limit on content creation")
+	require.Equal(t, first.Commit, current, "the refused commit changed nothing")
+
+	made := record(t, sim, func() {
+		_, err = client.Commit(ctx, second)
+	})
+	require.ErrorIs(t, err, forges.ErrRateLimited)
+	require.Empty(t, made, "nothing is sent before the wait is over")
+
+	clock.Advance(forges.RetryAfter(err))
+	result, err := client.Commit(ctx, second)
+	require.NoError(t, err, "the retry after the wait lands")
+	content, ok := sim.File(owner, repo, "main", "two.yaml")
+	require.True(t, ok)
+	require.Equal(t, "2\n", content)
+	landed, err := sim.HeadCommit(owner, repo, "main")
+	require.NoError(t, err)
+	require.Equal(t, result.Commit, landed.SHA)
+	require.Equal(t, []string{first.Commit}, landed.Parents)
+}
+
+func TestPrimaryBudgetIsReportedAndAnExhaustedOneWaitsForReset(t *testing.T) {
+	clock := simgithub.NewClock(time.Now().Truncate(time.Second))
+	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithPrimaryLimit(3, http.StatusForbidden))
+	repo := repoName(t, "r")
+	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
+	client := newTokenClient(t, sim, repo, goodToken, withClock(clock))
+	ctx := context.Background()
+	_, known := client.Budget()
+	require.False(t, known, "no response has reported a budget yet")
+
+	_, err := client.Head(ctx, "main")
+	require.NoError(t, err)
+	budget, known := client.Budget()
+	require.True(t, known)
+	reset := clock.Now().Add(time.Hour)
+	require.Equal(t, forges.Budget{Limit: 3, Remaining: 2, Reset: reset}, budget)
+
+	for range 2 {
+		_, err = client.Head(ctx, "main")
+		require.NoError(t, err)
+	}
+	budget, _ = client.Budget()
+	require.Equal(t, 0, budget.Remaining)
+	clock.Advance(10 * time.Minute)
+	made := record(t, sim, func() { _, err = client.Head(ctx, "main") })
+	require.ErrorIs(t, err, forges.ErrRateLimited)
+	require.Equal(t, 50*time.Minute, forges.RetryAfter(err), "until x-ratelimit-reset")
+	require.Empty(t, made, "an exhausted budget is not spent further")
+
+	clock.Advance(forges.RetryAfter(err))
+	_, err = client.Head(ctx, "main")
+	require.NoError(t, err, "the budget was reset")
+}
+
+func TestPrimaryLimitAnsweredByGitHubIsRateLimited(t *testing.T) {
+	clock := simgithub.NewClock(time.Now().Truncate(time.Second))
+	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithPrimaryLimit(1, http.StatusTooManyRequests))
+	repo := repoName(t, "r")
+	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
+	// Two clients share the budget of one token; the second learns that it
+	// is exhausted from GitHub's 429.
+	_, err := newTokenClient(t, sim, repo, goodToken, withClock(clock)).Head(context.Background(), "main")
+	require.NoError(t, err)
+	_, err = newTokenClient(t, sim, repo, goodToken, withClock(clock)).Head(context.Background(), "main")
+	require.ErrorIs(t, err, forges.ErrRateLimited)
+	require.Equal(t, time.Hour, forges.RetryAfter(err))
+}
