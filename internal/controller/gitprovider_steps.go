@@ -107,7 +107,9 @@ func (r *GitProviderReconciler) probeRepository(ctx context.Context, run *provid
 	}
 	probeCtx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
-	if err := prober.Probe(probeCtx); err != nil {
+	err := prober.Probe(probeCtx)
+	reportBudget(run.provider, run.forge)
+	if err != nil {
 		return r.probeFailed(run, err)
 	}
 	run.conditions.set(v1alpha3.ConditionRepositoryReachable, metav1.ConditionTrue, v1alpha3.ReasonSucceeded,
@@ -164,4 +166,21 @@ func refusedMessage(provider *v1alpha3.GitProvider, err error) string {
 	}
 	return fmt.Sprintf("%s refused the credentials in Secret %s/%s: %v",
 		provider.Spec.URL, provider.Namespace, provider.Spec.SecretRef.Name, err)
+}
+
+// reportBudget copies a metered forge's request budget, as the probe's
+// response reported it, into status.rateLimit.
+func reportBudget(provider *v1alpha3.GitProvider, forge forges.Forge) {
+	metered, ok := forge.(forges.Budgeter)
+	if !ok {
+		return
+	}
+	b, ok := metered.Budget()
+	if !ok {
+		return
+	}
+	provider.Status.RateLimit = &v1alpha3.RateLimitStatus{Limit: int64(b.Limit), Remaining: int64(b.Remaining)}
+	if !b.Reset.IsZero() {
+		provider.Status.RateLimit.Reset = &metav1.Time{Time: b.Reset}
+	}
 }

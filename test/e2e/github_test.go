@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	ghsim "github.com/configbutler/gitops-reverser/test/sim/github"
+)
+
+// TestThePipelineCommitsThroughTheGitHubAPIAsAnApp runs the mirror against
+// the GitHub simulator, authenticated as a GitHub App: the commits are made
+// through the Git Data API with the configured author and committer, and the
+// provider reports the request budget.
+func TestThePipelineCommitsThroughTheGitHubAPIAsAnApp(t *testing.T) {
+	sim := ghsim.Start()
+	t.Cleanup(sim.Close)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	sim.RegisterApp(1234, 5678, &key.PublicKey)
+	require.NoError(t, sim.CreateRepo("acme", "cluster-mirror", map[string]string{"README.md": "mirror\n"}))
+
+	ns := "via-github"
+	apply(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github-app"}, StringData: map[string]string{
+			"appID": "1234", "installationID": "5678",
+			"privateKey": string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})),
+		}},
+		&v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github"}, Spec: v1alpha3.GitProviderSpec{
+			URL:             "https://github.com/acme/cluster-mirror.git",
+			Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitHub, APIURL: sim.URL()},
+			SecretRef:       &v1alpha3.LocalObjectReference{Name: "github-app"},
+			AllowedBranches: []string{"main"},
+			Push:            v1alpha3.PushSpec{CommitWindow: &metav1.Duration{Duration: 300 * time.Millisecond}},
+		}},
+		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "github"}, Branch: "main", Path: "live"}},
+		watchRule(ns, "configmaps", "mirror", "configmaps"),
+		configMap(ns, "settings", map[string]string{"region": "eu-west-1"}),
+	)
+	startOperator(t)
+	eventually(t, "the ConfigMap committed through the GitHub API", func() bool {
+		content, ok := sim.File("acme", "cluster-mirror", "main", "live/via-github/configmaps/settings.yaml")
+		return ok && strings.Contains(content, "region: eu-west-1")
+	})
+	head, err := sim.HeadCommit("acme", "cluster-mirror", "main")
+	require.NoError(t, err)
+	require.Equal(t, "GitOps Reverser", head.Author.Name)
+	require.Equal(t, "noreply@configbutler.ai", head.Committer.Email)
+
+	var creates int
+	for _, r := range sim.Requests() {
+		if r.Method == "POST" && strings.HasSuffix(r.Path, "/access_tokens") {
+			creates++
+		}
+	}
+	require.Positive(t, creates, "the operator authenticated as the App through an installation token")
+	eventually(t, "the provider reports the request budget", func() bool {
+		var gp v1alpha3.GitProvider
+		err := env.kube.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "github"}, &gp)
+		return err == nil && gp.Status.RateLimit != nil && gp.Status.RateLimit.Limit > 0
+	})
+	eventually(t, "the GitTarget links the commit on GitHub", func() bool {
+		var gt v1alpha3.GitTarget
+		err := env.kube.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "mirror"}, &gt)
+		return err == nil && gt.Status.LastCommit != nil &&
+			gt.Status.LastCommit.URL == "https://github.com/acme/cluster-mirror/commit/"+gt.Status.LastCommit.SHA
+	})
+}
