@@ -6,19 +6,21 @@ package forgeconn
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/gitea"
 	"github.com/configbutler/gitops-reverser/forges/gogit"
 	"github.com/configbutler/gitops-reverser/internal/credentials"
 )
 
-// ErrForgeNotSupported matches an error saying the GitProvider's forge type
-// has no implementation yet. The message tells the user how to push with
-// the Git protocol instead.
+// ErrForgeNotSupported matches an error saying spec.forge.type names no
+// forge this operator knows.
 var ErrForgeNotSupported = errors.New("forge not supported")
 
 // ErrUnusableCredentials matches an error saying the credentials cannot
@@ -79,33 +81,57 @@ func Open(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, branch s
 	case v1alpha3.ForgeGitHub:
 		return openGitHub(spec, creds)
 	case v1alpha3.ForgeGitea:
-		return nil, notSupportedError(spec, forgeType)
+		return openGitea(spec, creds)
 	}
 	return nil, fmt.Errorf("%w: unknown forge type %q (spec.forge.type takes github, gitea, gitlab or git)", ErrForgeNotSupported, forgeType)
 }
 
-// notSupportedError explains that the forge's API writes do not exist yet
-// and how to write through the Git protocol meanwhile.
-func notSupportedError(spec v1alpha3.GitProviderSpec, forgeType v1alpha3.ForgeType) error {
-	origin := "spec.forge.type"
-	if spec.Forge == nil || spec.Forge.Type == "" {
-		origin = "inferred from spec.url"
+// openGitea builds the Gitea API forge. The repository is the last two
+// segments of spec.url's path (Gitea repositories are always owner/name);
+// what precedes them is the path Gitea is served below. The API is at
+// spec.forge.apiURL (with or without /api/v1), else at that root on
+// spec.url's host; for an SSH URL, https on the default port, as the SSH
+// port is not the web port. The token is the Secret's token, else its
+// password, where Flux and Argo CD Secrets keep a Gitea token for HTTPS.
+func openGitea(spec v1alpha3.GitProviderSpec, creds credentials.Credentials) (forges.Forge, error) {
+	token := creds.Token
+	if token == "" {
+		token = creds.Password
 	}
-	return fmt.Errorf("%w: writing through the %s API is not available yet (forge type %s, %s); "+
-		"set spec.forge.type: git to push with the Git protocol (HTTPS with a token or username/password, or SSH with a key)",
-		ErrForgeNotSupported, forgeDisplayName(forgeType), forgeType, origin)
-}
-
-func forgeDisplayName(forgeType v1alpha3.ForgeType) string {
-	switch forgeType {
-	case v1alpha3.ForgeGitHub:
-		return "GitHub"
-	case v1alpha3.ForgeGitLab:
-		return "GitLab"
-	case v1alpha3.ForgeGitea:
-		return "Gitea"
+	if token == "" {
+		return nil, fmt.Errorf("%w: the Gitea API needs an access token with the write:repository scope; "+
+			"put it in the Secret under the key token (or password)", ErrUnusableCredentials)
 	}
-	return string(forgeType)
+	endpoint, err := transport.NewEndpoint(spec.URL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing spec.url: %w", err)
+	}
+	segments := strings.Split(strings.Trim(strings.TrimSuffix(strings.Trim(endpoint.Path, "/"), ".git"), "/"), "/")
+	if len(segments) < 2 {
+		return nil, fmt.Errorf("spec.url %q names no Gitea repository (owner/name)", spec.URL)
+	}
+	owner, repo := segments[len(segments)-2], segments[len(segments)-1]
+	var baseURL string
+	switch endpoint.Protocol {
+	case "http", "https":
+		host := endpoint.Host
+		if endpoint.Port != 0 {
+			host = net.JoinHostPort(host, strconv.Itoa(endpoint.Port))
+		}
+		baseURL = strings.TrimSuffix(endpoint.Protocol+"://"+host+"/"+strings.Join(segments[:len(segments)-2], "/"), "/")
+	case "ssh":
+		baseURL = "https://" + endpoint.Host
+	default:
+		return nil, fmt.Errorf("spec.url %q is not a Gitea repository URL (https:// or ssh://)", spec.URL)
+	}
+	if spec.Forge != nil && spec.Forge.APIURL != "" {
+		baseURL = spec.Forge.APIURL
+	}
+	client, err := gitea.New(gitea.Options{BaseURL: baseURL, Owner: owner, Repo: repo, Token: token})
+	if err != nil {
+		return nil, fmt.Errorf("opening the gitea forge: %w", err)
+	}
+	return client, nil
 }
 
 // openGit builds the go-git forge.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/gitea"
 	"github.com/configbutler/gitops-reverser/internal/credentials"
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 	"github.com/configbutler/gitops-reverser/test/harness"
@@ -56,19 +57,104 @@ func TestForgeTypeFromSpecWins(t *testing.T) {
 	require.Equal(t, v1alpha3.ForgeGitea, forgeconn.ForgeType(spec))
 }
 
-func TestOpenRefusesForgesWithoutAPIWrites(t *testing.T) {
+// TestOpenGiteaDerivesTheBaseURLAndRepository checks, through the commit
+// URL, where the Gitea forge points: the web root (scheme, host, port and
+// the path Gitea is served below) and owner/repo.
+func TestOpenGiteaDerivesTheBaseURLAndRepository(t *testing.T) {
+	giteaType := &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea}
 	tests := []struct {
-		spec    v1alpha3.GitProviderSpec
-		message string
+		name  string
+		spec  v1alpha3.GitProviderSpec
+		creds credentials.Credentials
+		want  string
 	}{
-		{v1alpha3.GitProviderSpec{URL: "https://git.example.com/org/repo.git", Forge: &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea}}, "writing through the Gitea API is not available yet (forge type gitea, spec.forge.type)"},
+		{"inferred from the host", v1alpha3.GitProviderSpec{URL: "https://gitea.example.com/org/repo.git"},
+			credentials.Credentials{Token: "tok"}, "https://gitea.example.com/org/repo/commit/abc"},
+		{"port and no .git", v1alpha3.GitProviderSpec{URL: "http://my-gitea:3000/org/repo"},
+			credentials.Credentials{Password: "tok"}, "http://my-gitea:3000/org/repo/commit/abc"},
+		{"served below a path", v1alpha3.GitProviderSpec{URL: "https://code.example.com/gitea/org/repo.git", Forge: giteaType},
+			credentials.Credentials{Token: "tok"}, "https://code.example.com/gitea/org/repo/commit/abc"},
+		{"api URL wins", v1alpha3.GitProviderSpec{URL: "https://code.example.com/org/repo.git",
+			Forge: &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea, APIURL: "https://gitea.internal:8443/api/v1"}},
+			credentials.Credentials{Username: "bot", Password: "tok"}, "https://gitea.internal:8443/org/repo/commit/abc"},
+		{"ssh URL", v1alpha3.GitProviderSpec{URL: "ssh://git@gitea.example.com:2222/org/repo.git", Forge: giteaType},
+			credentials.Credentials{Token: "tok"}, "https://gitea.example.com/org/repo/commit/abc"},
+		{"scp-like URL", v1alpha3.GitProviderSpec{URL: "git@gitea.example.com:org/repo.git", Forge: giteaType},
+			credentials.Credentials{Token: "tok"}, "https://gitea.example.com/org/repo/commit/abc"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.spec.URL, func(t *testing.T) {
-			_, err := forgeconn.Open(tt.spec, credentials.Credentials{Token: "tok"}, "main")
-			require.ErrorIs(t, err, forgeconn.ErrForgeNotSupported)
+		t.Run(tt.name, func(t *testing.T) {
+			forge, err := forgeconn.Open(tt.spec, tt.creds, "main")
+			require.NoError(t, err)
+			require.IsType(t, &gitea.Client{}, forge)
+			require.Implements(t, (*forges.Prober)(nil), forge)
+			require.Equal(t, tt.want, forge.CommitURL("abc"))
+		})
+	}
+}
+
+func TestOpenGiteaRefusesWhatCannotWork(t *testing.T) {
+	keyPEM, _, err := harness.GenerateSSHKeyPair()
+	require.NoError(t, err)
+	giteaType := &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea}
+	tests := []struct {
+		name    string
+		spec    v1alpha3.GitProviderSpec
+		creds   credentials.Credentials
+		wantErr error
+		message string
+	}{
+		{"no token", v1alpha3.GitProviderSpec{URL: "https://gitea.example.com/org/repo.git"},
+			credentials.Credentials{}, forgeconn.ErrUnusableCredentials, "the Gitea API needs an access token"},
+		{"only an ssh key", v1alpha3.GitProviderSpec{URL: "https://gitea.example.com/org/repo.git"},
+			credentials.Credentials{SSHPrivateKey: keyPEM}, forgeconn.ErrUnusableCredentials, "key token (or password)"},
+		{"no owner", v1alpha3.GitProviderSpec{URL: "https://gitea.example.com/repo.git"},
+			credentials.Credentials{Token: "tok"}, nil, "names no Gitea repository"},
+		{"file URL", v1alpha3.GitProviderSpec{URL: "file:///srv/git/org/repo.git", Forge: giteaType},
+			credentials.Credentials{Token: "tok"}, nil, "is not a Gitea repository URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := forgeconn.Open(tt.spec, tt.creds, "main")
+			require.Error(t, err)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+			}
 			require.ErrorContains(t, err, tt.message)
-			require.ErrorContains(t, err, "set spec.forge.type: git to push with the Git protocol")
+		})
+	}
+}
+
+// TestOpenGiteaReachesARealServer opens the Gitea forge for a repository on
+// a real Gitea and probes it with the token as token, as password, and
+// with a token Gitea does not know.
+func TestOpenGiteaReachesARealServer(t *testing.T) {
+	server, err := harness.StartGitea(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(server.Stop)
+	repo, err := server.CreateRepo("mirror", true)
+	require.NoError(t, err)
+	spec := v1alpha3.GitProviderSpec{
+		URL:   server.HTTPCloneURL(server.AdminUser(), repo.Name),
+		Forge: &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea},
+	}
+	tests := []struct {
+		name  string
+		creds credentials.Credentials
+		probe func(error) bool
+	}{
+		{"token", credentials.Credentials{Token: server.Token()}, isNil},
+		{"token as password", credentials.Credentials{Username: server.AdminUser(), Password: server.Token()}, isNil},
+		{"unknown token", credentials.Credentials{Token: "not-a-gitea-token"}, isUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			forge, err := forgeconn.Open(spec, tt.creds, "main")
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err = forge.(forges.Prober).Probe(ctx)
+			require.True(t, tt.probe(err), "probe answered %v", err)
 		})
 	}
 }

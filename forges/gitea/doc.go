@@ -1,0 +1,78 @@
+// Package gitea is the forge that commits through Gitea's HTTP API (1.27),
+// without a clone.
+//
+// # Reads
+//
+// Head is GET branches/{b}, which matches the branch name exactly (GET
+// git/refs/heads/{b} matches by prefix, so "main" would also find
+// "main-old"). An empty repository has no branches; Gitea says so only in
+// the repository's "empty" flag, which Head reads after a 404. Tree reads
+// git/trees/{commit}?recursive=1 page by page (Gitea pages recursive trees,
+// at most 1000 entries a page, directories included) and keeps the files
+// below the prefix. Blob reads git/blobs/{id}. Nothing is cached: blobs are
+// content-addressed and the branch worker caches them by id.
+//
+// # Commits and the compare-and-swap on the head
+//
+// ChangeFiles (POST contents) writes many files in one commit with author,
+// committer and dates, but takes no expected head: it commits on top of
+// whatever the branch points at when the request arrives. Its per-file
+// "sha" only guards the files the request names, so a concurrent commit
+// that changed OTHER files would interleave: our commit would land on top
+// of it. Git would not mind, but the product's guarantee is on the head:
+// a commit is made on exactly the head the caller planned from, or not at
+// all. (Without a sha Gitea even overwrites an update unconditionally.)
+// So this forge runs the strict mode:
+//
+//  1. read the tree of the expected head (to decide create vs update and to
+//     send every update and delete with the blob sha it replaces);
+//  2. ChangeFiles with branch = the target and new_branch = a scratch
+//     branch: the commit lands on the scratch branch only, and its parent
+//     must be the expected head (Gitea bases it on the target's current
+//     head, which is checked in the response);
+//  3. PUT branches/{target} with old_commit_id = the expected head, a
+//     fast-forward that Gitea refuses with 422 "branch commit does not
+//     match" when the branch moved, and backs with git's
+//     --force-with-lease;
+//  4. delete the scratch branch, whatever happened.
+//
+// That is four requests per commit when the tree fits one page, against two
+// for the unguarded write; Gitea's own push hooks dominate the latency
+// either way. Side effect: webhooks and Actions that listen to every branch
+// see the scratch branch (named gitops-reverser-cas-<random>) appear and
+// disappear. If its deletion fails the branch is left behind; it is safe
+// to delete. force_push is never used: it discards concurrent updates.
+//
+// A new branch (no expected head) is made from a scratch branch created at
+// BaseHead, with new_branch = the target, which Gitea refuses with 422
+// "branch already exists" if the target appeared meanwhile. The first
+// commit of an empty repository is ChangeFiles with a base branch that does
+// not exist, which Gitea allows only while the repository is empty; Gitea
+// cannot make an orphan branch in a repository that has commits.
+//
+// Blob ids of the written files are computed locally (the Git blob hash of
+// the content) rather than read back: that costs no request. It assumes
+// Gitea stores content as sent, which holds unless the repository routes
+// paths to LFS with .gitattributes and the server runs LFS.
+//
+// The API offers no way to pass a commit signature, so requests with a
+// Signer are refused; Gitea signs API commits itself when its instance has
+// a signing key.
+//
+// # Errors
+//
+// Gitea's statuses map onto the forges vocabulary, the *APIError kept
+// wrapped: 401 unauthorized; 403 forbidden, except a lost ref lock ("cannot
+// lock ref", "push is rejected" for a stale lease), which is a conflict;
+// 404 not found (400 for a missing tree or blob object, a Gitea quirk);
+// 409 and the 422s that mean something moved ("sha does not match",
+// "branch commit does not match", "already exists") conflict; 413 too
+// large; 429 rate limited with Retry-After; 5xx transient, except a push
+// that lost a race (PushOutOfDate, "non-fast-forward"), a conflict.
+//
+// The client calls the API with net/http rather than the Gitea SDK: the
+// SDK takes its context per client rather than per call, asks the server
+// for its version on construction, and drops the response bodies of
+// UpdateRepoBranchRef and DeleteRepoBranch, which tell a lost race from a
+// permission problem.
+package gitea
