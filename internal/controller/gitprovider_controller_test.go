@@ -141,7 +141,7 @@ func TestGitProviderOverSSHBecomesReady(t *testing.T) {
 	})
 }
 
-func TestGitProviderExplainsUnsupportedForges(t *testing.T) {
+func TestGitProviderAsksForGitHubCredentials(t *testing.T) {
 	t.Parallel()
 	namespace := createTestNamespace(t)
 	startGitProviderController(t, namespace, &controller.GitProviderReconciler{})
@@ -149,8 +149,8 @@ func TestGitProviderExplainsUnsupportedForges(t *testing.T) {
 	provider.Spec.Forge = &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitHub}
 	key := createProvider(t, provider)
 
-	got := waitForState(t, key, stalledState(metav1.ConditionUnknown, v1alpha3.ReasonInvalidSpec,
-		"writing through the GitHub API is not available yet", "set spec.forge.type: git"))
+	got := waitForState(t, key, stalledState(metav1.ConditionUnknown, v1alpha3.ReasonInvalidCredentials,
+		"the GitHub API needs a GitHub App", "or a token"))
 	require.Equal(t, v1alpha3.ForgeGitHub, got.Status.Forge)
 }
 
