@@ -100,13 +100,13 @@ func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
 		Changes:      plan.files,
 		Signer:       w.cfg.Signer,
 	}
-	start := w.cfg.Clock.Now()
+	start, requestsBefore := w.cfg.Clock.Now(), w.requests()
 	res, err := w.cfg.Forge.Commit(ctx, req)
 	if err != nil {
 		return false, err
 	}
 	w.state.committed(res, plan)
-	w.observeCommit(win, plan, res, start)
+	w.observeCommit(win, plan, res, start, w.requests()-requestsBefore)
 	w.cfg.Log.Info("committed", "target", win.target.String(), "commit", res.Commit, "objects", len(plan.changes),
 		"author", author.Name)
 	return true, nil
@@ -121,10 +121,17 @@ func (w *Worker) message(win *window, plan *windowPlan) (string, error) {
 	}, win.reconcile)
 }
 
-func (w *Worker) observeCommit(win *window, plan *windowPlan, res forges.CommitResult, start time.Time) {
+func (w *Worker) requests() int64 {
+	if w.cfg.Requests == nil {
+		return 0
+	}
+	return w.cfg.Requests()
+}
+
+func (w *Worker) observeCommit(win *window, plan *windowPlan, res forges.CommitResult, start time.Time, requests int64) {
 	now := w.cfg.Clock.Now()
 	w.cfg.Observer.Commit(w.cfg.Key, CommitStats{Author: win.author.kind(), Objects: len(plan.changes),
-		SweepDeletes: plan.sweepDeletes, Took: now.Sub(start)})
+		SweepDeletes: plan.sweepDeletes, Took: now.Sub(start), Requests: int(requests)})
 	for _, wr := range win.writes {
 		if !wr.Received.IsZero() {
 			w.cfg.Observer.EventToCommit(w.cfg.Key, now.Sub(wr.Received))

@@ -25,6 +25,8 @@ type CommitStats struct {
 	SweepDeletes int
 	// Took is how long the forge took.
 	Took time.Duration
+	// Requests the forge made for the commit (0 when not counted).
+	Requests int
 }
 
 // NopObserver observes nothing.

@@ -33,6 +33,9 @@ type Config struct {
 	MaxAttempts int
 	// RetryBackoff and MaxRetryBackoff bound the wait before a retry.
 	RetryBackoff, MaxRetryBackoff time.Duration
+	// Requests, when set, reads how many HTTP requests the forge has made,
+	// for requests-per-commit metrics.
+	Requests func() int64
 	// QueueSize is how many events wait for the loop before senders block.
 	QueueSize int
 	Clock     clock.Clock

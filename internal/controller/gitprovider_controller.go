@@ -47,6 +47,10 @@ type GitProviderReconciler struct {
 	// should be the manager's APIReader: the controller only watches Secret
 	// metadata, so Secret values never sit in the operator's cache.
 	SecretReader client.Reader
+	// Budgets, when set, receives a metered forge's remaining request budget.
+	Budgets interface {
+		SetBudget(forge, namespace, provider string, remaining int)
+	}
 	// ProbeTimeout bounds one reachability probe; zero means 45s.
 	ProbeTimeout time.Duration
 	// RecheckInterval is how often a provider is probed again with no

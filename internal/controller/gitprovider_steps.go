@@ -68,7 +68,7 @@ func (r *GitProviderReconciler) readCredentials(ctx context.Context, run *provid
 func (r *GitProviderReconciler) openForge(_ context.Context, run *providerRun) (bool, ctrl.Result, error) {
 	// "" branch: the provider is checked as a whole; GitTargets open their
 	// own forge per branch.
-	forge, err := forgeconn.Open(run.provider.Spec, run.creds, "")
+	forge, err := forgeconn.Open(run.provider.Spec, run.creds, nil)
 	switch {
 	case err == nil:
 		run.forge = forge
@@ -108,7 +108,7 @@ func (r *GitProviderReconciler) probeRepository(ctx context.Context, run *provid
 	probeCtx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
 	err := prober.Probe(probeCtx)
-	reportBudget(run.provider, run.forge)
+	r.reportBudget(run.provider, run.forge)
 	if err != nil {
 		return r.probeFailed(run, err)
 	}
@@ -170,7 +170,7 @@ func refusedMessage(provider *v1alpha3.GitProvider, err error) string {
 
 // reportBudget copies a metered forge's request budget, as the probe's
 // response reported it, into status.rateLimit.
-func reportBudget(provider *v1alpha3.GitProvider, forge forges.Forge) {
+func (r *GitProviderReconciler) reportBudget(provider *v1alpha3.GitProvider, forge forges.Forge) {
 	metered, ok := forge.(forges.Budgeter)
 	if !ok {
 		return
@@ -180,6 +180,9 @@ func reportBudget(provider *v1alpha3.GitProvider, forge forges.Forge) {
 		return
 	}
 	provider.Status.RateLimit = &v1alpha3.RateLimitStatus{Limit: int64(b.Limit), Remaining: int64(b.Remaining)}
+	if r.Budgets != nil {
+		r.Budgets.SetBudget(string(provider.Status.Forge), provider.Namespace, provider.Name, b.Remaining)
+	}
 	if !b.Reset.IsZero() {
 		provider.Status.RateLimit.Reset = &metav1.Time{Time: b.Reset}
 	}

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +32,9 @@ type GitTargetReconciler struct {
 	LocalConfig *rest.Config
 	// OperatorNamespace holds remote kubeconfig Secrets.
 	OperatorNamespace string
+	// ForgeTransport, when set, wraps the API forges' HTTP transport (request
+	// metrics); it also counts the requests into count.
+	ForgeTransport func(forge string, count *atomic.Int64) http.RoundTripper
 	// ResyncInterval re-checks a healthy target (rules resolved against a
 	// changed API surface, provider readiness).
 	ResyncInterval time.Duration

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +38,12 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 		run.requeue = retryShort
 		return errStop
 	}
-	forge, err := forgeconn.Open(gp.Spec, creds, run.target.Spec.Branch)
+	var requests atomic.Int64
+	var rt http.RoundTripper
+	if r.ForgeTransport != nil {
+		rt = r.ForgeTransport(string(forgeconn.ForgeType(gp.Spec)), &requests)
+	}
+	forge, err := forgeconn.Open(gp.Spec, creds, rt)
 	if err != nil {
 		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
 		run.requeue = retryShort
@@ -65,6 +72,7 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 			Committer:    branch.Author{Name: gp.Spec.Commit.Committer.Name, Email: gp.Spec.Commit.Committer.Email},
 			Messages:     messages,
 			CommitWindow: window,
+			Requests:     requests.Load,
 		},
 	}
 	return nil

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
@@ -68,20 +70,20 @@ func ForgeType(spec v1alpha3.GitProviderSpec) v1alpha3.ForgeType {
 // known_hosts is present for SSH) but does not contact the remote; probe
 // it with forges.Prober.
 //
-// branch is the branch the caller will write, "" when only probing. The git
-// forge takes the branch per call and ignores it here; it is part of the
-// signature for forge clients that bind to a branch.
-func Open(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, branch string) (forges.Forge, error) {
+// rt, when set, carries the API forges' HTTP requests (metrics wrap
+// it); nil is the default. The git forge speaks the Git protocol through
+// go-git and does not use it.
+func Open(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt http.RoundTripper) (forges.Forge, error) {
 	forgeType := ForgeType(spec)
 	switch forgeType {
 	case v1alpha3.ForgeGit:
 		return openGit(spec, creds)
 	case v1alpha3.ForgeGitLab:
-		return openGitLab(spec, creds)
+		return openGitLab(spec, creds, rt)
 	case v1alpha3.ForgeGitHub:
-		return openGitHub(spec, creds)
+		return openGitHub(spec, creds, rt)
 	case v1alpha3.ForgeGitea:
-		return openGitea(spec, creds)
+		return openGitea(spec, creds, rt)
 	}
 	return nil, fmt.Errorf("%w: unknown forge type %q (spec.forge.type takes github, gitea, gitlab or git)", ErrForgeNotSupported, forgeType)
 }
@@ -93,7 +95,7 @@ func Open(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, branch s
 // spec.url's host; for an SSH URL, https on the default port, as the SSH
 // port is not the web port. The token is the Secret's token, else its
 // password, where Flux and Argo CD Secrets keep a Gitea token for HTTPS.
-func openGitea(spec v1alpha3.GitProviderSpec, creds credentials.Credentials) (forges.Forge, error) {
+func openGitea(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt http.RoundTripper) (forges.Forge, error) {
 	token := creds.Token
 	if token == "" {
 		token = creds.Password
@@ -127,11 +129,19 @@ func openGitea(spec v1alpha3.GitProviderSpec, creds credentials.Credentials) (fo
 	if spec.Forge != nil && spec.Forge.APIURL != "" {
 		baseURL = spec.Forge.APIURL
 	}
-	client, err := gitea.New(gitea.Options{BaseURL: baseURL, Owner: owner, Repo: repo, Token: token})
+	client, err := gitea.New(gitea.Options{BaseURL: baseURL, Owner: owner, Repo: repo, Token: token, HTTPClient: httpClient(rt)})
 	if err != nil {
 		return nil, fmt.Errorf("opening the gitea forge: %w", err)
 	}
 	return client, nil
+}
+
+// httpClient is a client over rt, nil for the forge's default.
+func httpClient(rt http.RoundTripper) *http.Client {
+	if rt == nil {
+		return nil
+	}
+	return &http.Client{Transport: rt, Timeout: 2 * time.Minute}
 }
 
 // openGit builds the go-git forge.

@@ -84,7 +84,7 @@ func TestOpenGiteaDerivesTheBaseURLAndRepository(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			forge, err := forgeconn.Open(tt.spec, tt.creds, "main")
+			forge, err := forgeconn.Open(tt.spec, tt.creds, nil)
 			require.NoError(t, err)
 			require.IsType(t, &gitea.Client{}, forge)
 			require.Implements(t, (*forges.Prober)(nil), forge)
@@ -115,7 +115,7 @@ func TestOpenGiteaRefusesWhatCannotWork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := forgeconn.Open(tt.spec, tt.creds, "main")
+			_, err := forgeconn.Open(tt.spec, tt.creds, nil)
 			require.Error(t, err)
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
@@ -149,7 +149,7 @@ func TestOpenGiteaReachesARealServer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			forge, err := forgeconn.Open(spec, tt.creds, "main")
+			forge, err := forgeconn.Open(spec, tt.creds, nil)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -187,7 +187,7 @@ func TestOpenRefusesCredentialsThatCannotWork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := forgeconn.Open(tt.spec, tt.creds, "")
+			_, err := forgeconn.Open(tt.spec, tt.creds, nil)
 			require.ErrorIs(t, err, forgeconn.ErrUnusableCredentials)
 			require.ErrorContains(t, err, tt.message)
 		})
@@ -230,7 +230,7 @@ func TestOpenedForgesReachARealServer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			forge, err := forgeconn.Open(v1alpha3.GitProviderSpec{URL: tt.url, SecretRef: secretRef}, tt.creds, "main")
+			forge, err := forgeconn.Open(v1alpha3.GitProviderSpec{URL: tt.url, SecretRef: secretRef}, tt.creds, nil)
 			require.NoError(t, err)
 			prober, ok := forge.(forges.Prober)
 			require.True(t, ok, "the git forge can be probed")

@@ -3,6 +3,7 @@ package forgeconn
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -24,12 +25,13 @@ import (
 // Commits are made in author mode (the actor as author, the operator as
 // committer). spec.commit.mode Verified, where GitHub signs as the App, is
 // not wired yet.
-func openGitHub(spec v1alpha3.GitProviderSpec, creds credentials.Credentials) (forges.Forge, error) {
+func openGitHub(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt http.RoundTripper) (forges.Forge, error) {
 	location, err := gitHubLocation(spec)
 	if err != nil {
 		return nil, err
 	}
-	opts := github.Options{Owner: location.owner, Repo: location.repo, APIURL: location.apiURL, WebURL: location.webURL}
+	opts := github.Options{Owner: location.owner, Repo: location.repo, APIURL: location.apiURL, WebURL: location.webURL,
+		Transport: rt}
 	switch {
 	case creds.GitHubApp != nil:
 		// An App's installation tokens are short-lived and narrowly scoped:

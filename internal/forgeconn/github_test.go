@@ -45,7 +45,7 @@ func TestOpenGitHubReachesTheRepository(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			forge, err := forgeconn.Open(spec, tt.creds, "main")
+			forge, err := forgeconn.Open(spec, tt.creds, nil)
 			require.NoError(t, err)
 			err = forge.(forges.Prober).Probe(context.Background())
 			require.True(t, tt.probe(err), "probe answered %v", err)
@@ -66,7 +66,7 @@ func TestOpenGitHubDerivesTheRepositoryAndWebURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec.URL, func(t *testing.T) {
-			forge, err := forgeconn.Open(tt.spec, credentials.Credentials{Token: "t"}, "main")
+			forge, err := forgeconn.Open(tt.spec, credentials.Credentials{Token: "t"}, nil)
 			require.NoError(t, err)
 			require.Equal(t, tt.commitURL, forge.CommitURL("abc"))
 		})
@@ -74,14 +74,14 @@ func TestOpenGitHubDerivesTheRepositoryAndWebURL(t *testing.T) {
 }
 
 func TestOpenGitHubRefusesWhatCannotWork(t *testing.T) {
-	_, err := forgeconn.Open(v1alpha3.GitProviderSpec{URL: "https://github.com/org/repo.git"}, credentials.Credentials{}, "main")
+	_, err := forgeconn.Open(v1alpha3.GitProviderSpec{URL: "https://github.com/org/repo.git"}, credentials.Credentials{}, nil)
 	require.ErrorIs(t, err, forgeconn.ErrUnusableCredentials)
 	require.ErrorContains(t, err, "GitHub App")
 
 	badKey := credentials.Credentials{GitHubApp: &credentials.GitHubApp{AppID: 1, InstallationID: 2, PrivateKey: []byte("not a key")}}
-	_, err = forgeconn.Open(v1alpha3.GitProviderSpec{URL: "https://github.com/org/repo.git"}, badKey, "main")
+	_, err = forgeconn.Open(v1alpha3.GitProviderSpec{URL: "https://github.com/org/repo.git"}, badKey, nil)
 	require.ErrorIs(t, err, forgeconn.ErrUnusableCredentials)
 
-	_, err = forgeconn.Open(v1alpha3.GitProviderSpec{URL: "https://github.com/org"}, credentials.Credentials{Token: "t"}, "main")
+	_, err = forgeconn.Open(v1alpha3.GitProviderSpec{URL: "https://github.com/org"}, credentials.Credentials{Token: "t"}, nil)
 	require.ErrorContains(t, err, "{owner}/{repository}")
 }

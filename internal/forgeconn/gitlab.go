@@ -3,6 +3,7 @@ package forgeconn
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ import (
 // without .git, the API is spec.forge.apiURL or {scheme}://{host}/api/v4,
 // and the token is the Secret's token, else its password (where Flux and
 // Argo CD Secrets keep a GitLab token for HTTPS).
-func openGitLab(spec v1alpha3.GitProviderSpec, creds credentials.Credentials) (forges.Forge, error) {
+func openGitLab(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt http.RoundTripper) (forges.Forge, error) {
 	token := creds.Token
 	if token == "" {
 		token = creds.Password
@@ -32,7 +33,7 @@ func openGitLab(spec v1alpha3.GitProviderSpec, creds credentials.Credentials) (f
 	if err != nil {
 		return nil, err
 	}
-	client, err := gitlab.New(gitlab.Options{APIURL: apiURL, Project: project, Token: token})
+	client, err := gitlab.New(gitlab.Options{APIURL: apiURL, Project: project, Token: token, HTTPClient: httpClient(rt)})
 	if err != nil {
 		return nil, fmt.Errorf("opening the gitlab forge: %w", err)
 	}

@@ -41,7 +41,7 @@ func TestOpenGitLabReachesTheProject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			forge, err := forgeconn.Open(tt.spec, tt.creds, "main")
+			forge, err := forgeconn.Open(tt.spec, tt.creds, nil)
 			require.NoError(t, err)
 			err = forge.(forges.Prober).Probe(context.Background())
 			require.True(t, tt.probe(err), "probe answered %v", err)
@@ -64,7 +64,7 @@ func TestOpenGitLabDerivesTheAPIAndProject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec.URL, func(t *testing.T) {
-			forge, err := forgeconn.Open(tt.spec, credentials.Credentials{Token: "t"}, "")
+			forge, err := forgeconn.Open(tt.spec, credentials.Credentials{Token: "t"}, nil)
 			require.NoError(t, err)
 			require.Equal(t, tt.commitURL, forge.CommitURL("abc"))
 		})
@@ -73,7 +73,7 @@ func TestOpenGitLabDerivesTheAPIAndProject(t *testing.T) {
 
 func TestOpenGitLabNeedsAToken(t *testing.T) {
 	_, err := forgeconn.Open(v1alpha3.GitProviderSpec{URL: "https://gitlab.com/group/repo.git"},
-		credentials.Credentials{SSHPrivateKey: []byte("key")}, "main")
+		credentials.Credentials{SSHPrivateKey: []byte("key")}, nil)
 	require.ErrorIs(t, err, forgeconn.ErrUnusableCredentials)
 	require.ErrorContains(t, err, "access token with the api scope")
 }

@@ -18,19 +18,20 @@ const namespace = "gitopsreverser"
 
 // Metrics holds every family. Build it with New and register it once.
 type Metrics struct {
-	commits         *prometheus.CounterVec
-	objectsWritten  *prometheus.CounterVec
-	queueDepth      *prometheus.GaugeVec
-	sweepDeletes    *prometheus.CounterVec
-	conflicts       *prometheus.CounterVec
-	commitDuration  *prometheus.HistogramVec
-	eventToCommit   *prometheus.HistogramVec
-	refusals        *prometheus.CounterVec
-	forwarded       *prometheus.CounterVec
-	watchEvents     *prometheus.CounterVec
-	watchReplays    *prometheus.CounterVec
-	watchReconnects *prometheus.CounterVec
-	watchGone       *prometheus.CounterVec
+	commits           *prometheus.CounterVec
+	objectsWritten    *prometheus.CounterVec
+	queueDepth        *prometheus.GaugeVec
+	sweepDeletes      *prometheus.CounterVec
+	conflicts         *prometheus.CounterVec
+	commitDuration    *prometheus.HistogramVec
+	eventToCommit     *prometheus.HistogramVec
+	requestsPerCommit *prometheus.HistogramVec
+	refusals          *prometheus.CounterVec
+	forwarded         *prometheus.CounterVec
+	watchEvents       *prometheus.CounterVec
+	watchReplays      *prometheus.CounterVec
+	watchReconnects   *prometheus.CounterVec
+	watchGone         *prometheus.CounterVec
 }
 
 // workerLabels name a branch worker.
@@ -55,6 +56,9 @@ func New() *Metrics {
 		eventToCommit: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "event_to_commit_seconds",
 			Help:    "Time from a watch event's arrival to the commit carrying it reaching the remote.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12)}, workerLabels()),
+		requestsPerCommit: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "forge_requests_per_commit",
+			Help:    "HTTP requests an API forge made for one commit (fetches after a conflict included).",
+			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}}, workerLabels()),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "placement_refusals_total",
 			Help: "Objects not written because they could not be written safely, by reason."}, []string{"reason"}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "target_events_total",
@@ -74,7 +78,7 @@ func New() *Metrics {
 // Register adds every family to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.commits, m.objectsWritten, m.queueDepth, m.sweepDeletes, m.conflicts,
-		m.commitDuration, m.eventToCommit, m.refusals, m.forwarded, m.watchEvents, m.watchReplays, m.watchReconnects, m.watchGone} {
+		m.commitDuration, m.eventToCommit, m.requestsPerCommit, m.refusals, m.forwarded, m.watchEvents, m.watchReplays, m.watchReconnects, m.watchGone} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -95,6 +99,9 @@ func (m *Metrics) Commit(k branch.Key, c branch.CommitStats) {
 	m.objectsWritten.WithLabelValues(workerValues(k)...).Add(float64(c.Objects))
 	m.sweepDeletes.WithLabelValues(workerValues(k)...).Add(float64(c.SweepDeletes))
 	m.commitDuration.WithLabelValues(workerValues(k)...).Observe(c.Took.Seconds())
+	if c.Requests > 0 {
+		m.requestsPerCommit.WithLabelValues(workerValues(k)...).Observe(float64(c.Requests))
+	}
 }
 
 // EventToCommit implements branch.Observer.

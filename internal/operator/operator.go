@@ -6,6 +6,8 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,9 +73,12 @@ func Run(ctx context.Context, o Options) error {
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
-	m := metrics.New()
+	m, fm := metrics.New(), metrics.NewForgeMetrics()
 	if err := m.Register(reg); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
+	}
+	if err := fm.Register(reg); err != nil {
+		return fmt.Errorf("registering forge metrics: %w", err)
 	}
 	eng := engine.New(engine.Options{
 		LocalConfig: o.Config, Policy: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive},
@@ -82,7 +87,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)
 	}
-	if err := setupControllers(mgr, eng, o); err != nil {
+	if err := setupControllers(mgr, eng, fm, o); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -94,15 +99,18 @@ func Run(ctx context.Context, o Options) error {
 	return mgr.Start(ctx)
 }
 
-func setupControllers(mgr ctrl.Manager, eng *engine.Engine, o Options) error {
+func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options) error {
 	c, secrets := mgr.GetClient(), mgr.GetAPIReader()
 	reconcilers := []struct {
 		name  string
 		setup interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets}},
+		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm}},
 		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Engine: eng, LocalConfig: o.Config,
-			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync}},
+			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
+			ForgeTransport: func(forge string, count *atomic.Int64) http.RoundTripper {
+				return fm.Transport(forge, nil, count)
+			}}},
 		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},

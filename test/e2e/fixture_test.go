@@ -36,7 +36,8 @@ type operatorProcess struct {
 // lastRegistry is the metrics registry of the most recent operator run.
 var lastRegistry *prometheus.Registry
 
-// metricSum adds up every series of a metric family in the last run.
+// metricSum adds up every series of a metric family in the last run
+// (counters and gauges by value, histograms by observation count).
 func metricSum(t *testing.T, name string) float64 {
 	t.Helper()
 	families, err := lastRegistry.Gather()
@@ -52,6 +53,8 @@ func metricSum(t *testing.T, name string) float64 {
 				sum += m.GetCounter().GetValue()
 			case m.GetGauge() != nil:
 				sum += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}

@@ -68,6 +68,8 @@ func TestThePipelineCommitsThroughTheGitHubAPIAsAnApp(t *testing.T) {
 		}
 	}
 	require.Positive(t, creates, "the operator authenticated as the App through an installation token")
+	require.Positive(t, metricSum(t, "gitopsreverser_forge_requests_total"), "forge requests are counted")
+	require.Positive(t, metricSum(t, "gitopsreverser_forge_requests_per_commit"), "requests per commit are observed")
 	eventually(t, "the provider reports the request budget", func() bool {
 		var gp v1alpha3.GitProvider
 		err := env.kube.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "github"}, &gp)
