@@ -47,5 +47,10 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer env.kube.Stop()
+	defer func() {
+		if giteaServer.g != nil {
+			giteaServer.g.Stop()
+		}
+	}()
 	return m.Run(), nil
 }
