@@ -20,10 +20,11 @@
 // Budget; a rate-limited answer is KindRateLimited with the wait GitHub
 // asked for, and the client sends nothing GitHub would refuse until then.
 //
-// Commit identity: the client sends the author and committer it is given
-// (the default "author mode" of the GitProvider). "Verified" mode, where
-// GitHub signs the commit as the App and so no author, committer or
-// signature may be sent, is not implemented yet.
+// Commit identity: in author mode (the default) the client sends the author
+// and committer it is given, and the signature when a signer is set. In
+// verified mode it sends none of them, because GitHub signs an App's API
+// commit, and shows it as Verified, only then; the author, when it is not
+// the committer, goes into a Co-authored-by trailer, which GitHub shows.
 package github
 
 import (
@@ -68,6 +69,9 @@ type Options struct {
 	Transport http.RoundTripper
 	// Now is the clock rate-limit waits are measured on; time.Now when nil.
 	Now func() time.Time
+	// Verified lets GitHub sign commits as the App (verified mode): no
+	// author, committer or signature is sent.
+	Verified bool
 }
 
 // AppCredentials identify a GitHub App installation.
@@ -87,6 +91,7 @@ type Client struct {
 	limits       *rateLimits
 	commitTrees  *treeCache
 	textMaxBytes int
+	verified     bool
 }
 
 var (
@@ -142,7 +147,7 @@ func New(opts Options) (*Client, error) {
 	return &Client{
 		api: api, owner: opts.Owner, repo: opts.Repo,
 		webURL: strings.TrimRight(withDefault(opts.WebURL, DefaultWebURL), "/"),
-		limits: limits, commitTrees: newTreeCache(), textMaxBytes: inlineContentMaxBytes,
+		limits: limits, commitTrees: newTreeCache(), textMaxBytes: inlineContentMaxBytes, verified: opts.Verified,
 	}, nil
 }
 

@@ -139,16 +139,9 @@ func (c *Client) writeCommit(ctx context.Context, op string, req forges.CommitRe
 		}
 		tree = created.GetSHA()
 	}
-	commit := github.Commit{
-		Message: new(req.Message), Tree: &github.Tree{SHA: new(tree)},
-		Author: identity(req.Author), Committer: identity(req.Committer),
-	}
+	commit, opts := c.commitObject(req, tree)
 	for _, parent := range parents {
 		commit.Parents = append(commit.Parents, &github.Commit{SHA: new(parent)})
-	}
-	var opts *github.CreateCommitOptions
-	if req.Signer != nil {
-		opts = &github.CreateCommitOptions{Signer: messageSigner{req.Signer}}
 	}
 	created, _, err := c.api.Git.CreateCommit(ctx, c.owner, c.repo, commit, opts)
 	if err != nil {
@@ -169,6 +162,28 @@ func conflictStatusesOfTree(changes []forges.FileChange) []int {
 
 // identity is an author or committer with its date ("Timestamps are in ISO
 // 8601 format", https://docs.github.com/rest/git/commits#create-a-commit).
+// commitObject is the commit to create: in author mode with the request's
+// identities (and signature); in verified mode with none, so GitHub signs it
+// as the App, and the author, when someone other than the committer, in a
+// Co-authored-by trailer.
+func (c *Client) commitObject(req forges.CommitRequest, tree string) (github.Commit, *github.CreateCommitOptions) {
+	if c.verified {
+		message := req.Message
+		if req.Author.Email != req.Committer.Email || req.Author.Name != req.Committer.Name {
+			message = strings.TrimRight(message, "\n") + "\n\nCo-authored-by: " + req.Author.Name + " <" + req.Author.Email + ">\n"
+		}
+		return github.Commit{Message: new(message), Tree: &github.Tree{SHA: new(tree)}}, nil
+	}
+	commit := github.Commit{
+		Message: new(req.Message), Tree: &github.Tree{SHA: new(tree)},
+		Author: identity(req.Author), Committer: identity(req.Committer),
+	}
+	if req.Signer != nil {
+		return commit, &github.CreateCommitOptions{Signer: messageSigner{req.Signer}}
+	}
+	return commit, nil
+}
+
 func identity(sig forges.Signature) *github.CommitAuthor {
 	return &github.CommitAuthor{Name: new(sig.Name), Email: new(sig.Email), Date: &github.Timestamp{Time: sig.When}}
 }

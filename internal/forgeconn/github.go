@@ -31,7 +31,7 @@ func openGitHub(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt
 		return nil, err
 	}
 	opts := github.Options{Owner: location.owner, Repo: location.repo, APIURL: location.apiURL, WebURL: location.webURL,
-		Transport: rt}
+		Transport: rt, Verified: spec.Commit.Mode == v1alpha3.CommitModeVerified}
 	switch {
 	case creds.GitHubApp != nil:
 		// An App's installation tokens are short-lived and narrowly scoped:

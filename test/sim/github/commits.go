@@ -82,14 +82,21 @@ func (s *Server) createCommit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.storeAndRespond(w, repo, commit, http.StatusCreated, doc)
+	// An App's commit made through the API with no author, committer or
+	// signature is signed by GitHub and shows as Verified
+	// (https://docs.github.com/authentication/managing-commit-signature-verification/about-commit-signature-verification#signature-verification-for-bots).
+	appSigned := requestCredential(r).kind == "installation" && body.Author == nil && body.Committer == nil && body.Signature == ""
+	s.storeAndRespond(w, repo, commit, http.StatusCreated, doc, appSigned)
 }
 
-func (s *Server) storeAndRespond(w http.ResponseWriter, repo *repository, commit *object.Commit, status int, doc string) {
+func (s *Server) storeAndRespond(w http.ResponseWriter, repo *repository, commit *object.Commit, status int, doc string, appSigned bool) {
 	h, err := repo.storeCommit(commit)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error(), doc)
 		return
+	}
+	if appSigned {
+		repo.appSigned[h] = true
 	}
 	out, err := s.commitResponse(repo, h)
 	if err != nil {

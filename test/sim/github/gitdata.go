@@ -368,6 +368,9 @@ func (s *Server) commitResponse(repo *repository, h plumbing.Hash) (commitJSON, 
 			URL: s.apiURL(repo, "/git/commits/%s", parent), HTMLURL: s.htmlURL(repo, "/commit/%s", parent)})
 	}
 	out.Verification = verificationJSON{Reason: "unsigned"}
+	if repo.appSigned[h] {
+		out.Verification = verificationJSON{Verified: true, Reason: "valid"}
+	}
 	if commit.PGPSignature != "" {
 		payload, err := signedPayload(commit)
 		if err != nil {

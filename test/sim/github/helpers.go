@@ -189,3 +189,12 @@ func (c *Clock) Advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 }
+
+// AppSigned reports whether GitHub would show commit sha as Verified
+// because it signed it as the App.
+func (s *Server) AppSigned(owner, name, sha string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	repo, ok := s.repos[repoKey(owner, name)]
+	return ok && repo.appSigned[plumbing.NewHash(sha)]
+}

@@ -22,6 +22,9 @@ type repository struct {
 	objects       *memory.Storage
 	branches      map[string]plumbing.Hash
 	defaultBranch string
+	// appSigned are commits GitHub signed as the App: made with an
+	// installation token and no author, committer or signature.
+	appSigned map[plumbing.Hash]bool
 }
 
 func newRepository(id int64, owner, name string) *repository {
@@ -29,6 +32,7 @@ func newRepository(id int64, owner, name string) *repository {
 		id: id, owner: owner, name: name,
 		objects:       memory.NewStorage(),
 		branches:      map[string]plumbing.Hash{},
+		appSigned:     map[plumbing.Hash]bool{},
 		defaultBranch: "main",
 	}
 }

@@ -1,0 +1,37 @@
+package github_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/forges"
+	forgegithub "github.com/configbutler/gitops-reverser/forges/github"
+)
+
+// TestVerifiedModeLetsGitHubSignAsTheApp: no author, committer or signature
+// is sent, so GitHub signs the commit; the actor moves to a Co-authored-by
+// trailer.
+func TestVerifiedModeLetsGitHubSignAsTheApp(t *testing.T) {
+	sim := startSim(t)
+	repo := repoName(t, "r")
+	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
+	key := registerApp(t, sim)
+	client, err := forgegithub.New(forgegithub.Options{Owner: owner, Repo: repo, APIURL: sim.URL(), Verified: true,
+		App: &forgegithub.AppCredentials{AppID: appID, InstallationID: installationID, PrivateKey: key}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	head, err := client.Head(ctx, "main")
+	require.NoError(t, err)
+	req := commitRequest("main", head, forges.FileChange{Path: "b.yaml", Content: []byte("b: 1\n")})
+	req.Author = forges.Signature{Name: "alice", Email: "alice@example.com", When: req.Committer.When}
+	res, err := client.Commit(ctx, req)
+	require.NoError(t, err)
+
+	require.True(t, sim.AppSigned(owner, repo, res.Commit), "GitHub signed the commit as the App")
+	c, err := sim.HeadCommit(owner, repo, "main")
+	require.NoError(t, err)
+	require.Contains(t, c.Author.Name, "[bot]", "the App is the author GitHub records")
+	require.Contains(t, c.Message, "Co-authored-by: alice <alice@example.com>")
+}
