@@ -22,9 +22,9 @@ import (
 // and a GitHub App from the Secret when it holds one, else its token, else
 // its password (where Flux and Argo CD Secrets keep a token for HTTPS).
 //
-// Commits are made in author mode (the actor as author, the operator as
-// committer). spec.commit.mode Verified, where GitHub signs as the App, is
-// not wired yet.
+// spec.commit.mode chooses author mode (the actor as author, the operator
+// as committer) or verified mode (GitHub signs as the App; the actor goes
+// into a Co-authored-by trailer).
 func openGitHub(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt http.RoundTripper) (forges.Forge, error) {
 	location, err := gitHubLocation(spec)
 	if err != nil {
