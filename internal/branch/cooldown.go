@@ -2,9 +2,10 @@ package branch
 
 import "time"
 
-// pushBudget spaces commits to the remote: a small burst goes out at once, so
-// an idle remote adds no latency, and a sustained stream is held to one
-// commit per interval, so a burst of windows cannot turn into a push storm.
+// pushBudget spaces commits to the remote when windows pile up: a small
+// burst goes out at once, then one commit per interval, so a burst of
+// windows cannot turn into a push storm. A window that waits alone is never
+// held back (see push), so an idle remote adds no latency.
 type pushBudget struct {
 	burst    float64
 	interval time.Duration
@@ -36,8 +37,9 @@ func (b *pushBudget) wait(now time.Time) time.Duration {
 	return time.Duration((1 - b.tokens) * float64(b.interval))
 }
 
-// spend records a pushed commit.
+// spend records a pushed commit; a commit pushed alone with no token left
+// does not put the budget in debt.
 func (b *pushBudget) spend(now time.Time) {
 	b.refill(now)
-	b.tokens--
+	b.tokens = max(b.tokens-1, 0)
 }

@@ -24,7 +24,10 @@ func (w *Worker) push(ctx context.Context) {
 			i++ // keeps this target's windows in order behind the parked one
 			continue
 		}
-		if wait := w.budget.wait(now); wait > 0 {
+		// The budget only spaces a backlog: a single window waiting alone
+		// goes out at once, so an editor waiting for each change to land
+		// never waits on the budget.
+		if wait := w.budget.wait(now); wait > 0 && len(w.pending) > 1 {
 			return
 		}
 		committed, err := w.commitWithReplay(ctx, win)

@@ -265,3 +265,12 @@ func TestContentATargetCannotManageHoldsBackOnlyThatTarget(t *testing.T) {
 	require.NoError(t, w.Flush(ctx, other), "another target on the branch still commits")
 	require.NotEmpty(t, show(t, "parked", "other/team/configmaps/c.yaml"))
 }
+
+func TestALoneWindowIsNeverHeldByThePushBudget(t *testing.T) {
+	w := newWorker(t, "budget", nil, func(c *branch.Config) { c.PushBurst, c.PushInterval = 1, time.Hour })
+	for i := range 4 {
+		write(t, w, branch.Author{}, cm("a", fmt.Sprint(i)))
+		flush(t, w) // would wait an hour if a lone window spent from the budget
+	}
+	require.Len(t, commits(t, "budget"), 4)
+}
