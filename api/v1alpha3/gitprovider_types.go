@@ -134,7 +134,7 @@ type CommitSpec struct {
 	// +kubebuilder:default={}
 	Committer CommitIdentity `json:"committer,omitempty"`
 
-	// Message templates (Go text/template).
+	// Message templates (Go template syntax over the commit's changes).
 	// +optional
 	Message *CommitMessageTemplates `json:"message,omitempty"`
 
@@ -169,7 +169,9 @@ type CommitIdentity struct {
 	Email string `json:"email,omitempty"`
 }
 
-// CommitMessageTemplates are Go text/template strings for commit messages.
+// CommitMessageTemplates are commit message templates in Go template syntax:
+// fields, if/else, with, range over .Changes, pipes, and the functions
+// capitalize, lower, upper, len, eq, ne and not.
 type CommitMessageTemplates struct {
 	// EventTemplate renders a commit of live changes.
 	// +optional

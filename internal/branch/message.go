@@ -1,10 +1,8 @@
 package branch
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
-	"text/template"
 )
 
 // Default commit message templates. They name the objects changed, so a
@@ -70,7 +68,7 @@ func (d MessageData) Summary() string {
 
 // Messages renders commit messages from a GitProvider's templates.
 type Messages struct {
-	event, group, reconcile *template.Template
+	event, group, reconcile *messageTemplate
 }
 
 // ParseMessages compiles the templates; an empty one takes its default.
@@ -78,7 +76,7 @@ func ParseMessages(event, group, reconcile string) (*Messages, error) {
 	m := &Messages{}
 	for _, t := range []struct {
 		name, text, def string
-		dst             **template.Template
+		dst             **messageTemplate
 	}{
 		{"eventTemplate", event, DefaultEventTemplate, &m.event},
 		{"groupTemplate", group, DefaultGroupTemplate, &m.group},
@@ -88,7 +86,7 @@ func ParseMessages(event, group, reconcile string) (*Messages, error) {
 		if text == "" {
 			text = t.def
 		}
-		parsed, err := template.New(t.name).Funcs(template.FuncMap{"capitalize": capitalize}).Option("missingkey=error").Parse(text)
+		parsed, err := parseMessageTemplate(t.name, text)
 		if err != nil {
 			return nil, fmt.Errorf("parsing the commit message %s: %w", t.name, err)
 		}
@@ -110,13 +108,13 @@ func (m *Messages) Render(data MessageData, reconcile bool) (string, error) {
 	case len(data.Changes) == 1:
 		tmpl = m.event
 	}
-	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, data); err != nil {
-		return "", fmt.Errorf("rendering the commit message %s: %w", tmpl.Name(), err)
+	out, err := tmpl.execute(data)
+	if err != nil {
+		return "", fmt.Errorf("rendering the commit message %w", err)
 	}
-	msg := strings.TrimSpace(buf.String())
+	msg := strings.TrimSpace(out)
 	if msg == "" {
-		return "", fmt.Errorf("the commit message %s rendered empty", tmpl.Name())
+		return "", fmt.Errorf("the commit message %s rendered empty", tmpl.name)
 	}
 	return msg + "\n", nil
 }

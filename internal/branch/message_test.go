@@ -37,8 +37,27 @@ func TestCustomTemplatesAndTheirErrors(t *testing.T) {
 	_, err = ParseMessages("{{.Kind", "", "")
 	require.ErrorContains(t, err, "eventTemplate")
 
-	m, err = ParseMessages("{{.Nope}}", "", "")
+	_, err = ParseMessages("{{.Nope}}", "", "")
+	require.ErrorContains(t, err, "eventTemplate", "an unknown field is refused when the template is parsed")
+	require.ErrorContains(t, err, "unknown field .Nope")
+	_, err = ParseMessages("", `{{define "x"}}{{end}}`, "")
+	require.ErrorContains(t, err, "groupTemplate")
+	_, err = ParseMessages("", "", "{{$x := .Target}}{{$x}}")
+	require.ErrorContains(t, err, "variables are not supported")
+}
+
+func TestTemplatesSupportConditionsPipesAndRange(t *testing.T) {
+	m, err := ParseMessages(
+		`{{if eq .Operation "delete"}}Remove{{else}}{{.Operation | capitalize}}{{end}} {{.Kind | lower}} {{.Name}}{{with .Author}} by {{.}}{{end}}`,
+		`{{len .Changes}} on {{.Branch}}:{{range .Changes}} {{.Ref}}{{else}} none{{end}} [{{$.Target}}]`, "")
 	require.NoError(t, err)
-	_, err = m.Render(MessageData{Changes: []Change{{Name: "x"}}}, false)
-	require.ErrorContains(t, err, "eventTemplate")
+	msg, err := m.Render(MessageData{Author: "alice", Changes: []Change{{Operation: "delete", Kind: "ConfigMap", Name: "x"}}}, false)
+	require.NoError(t, err)
+	require.Equal(t, "Remove configmap x by alice\n", msg)
+	msg, err = m.Render(MessageData{Changes: []Change{{Operation: "update", Kind: "Secret", Name: "y"}}}, false)
+	require.NoError(t, err)
+	require.Equal(t, "Update secret y\n", msg)
+	msg, err = m.Render(MessageData{Branch: "main", Target: "ns/t", Changes: []Change{{Namespace: "a", Name: "b"}, {Name: "c"}}}, false)
+	require.NoError(t, err)
+	require.Equal(t, "2 on main: a/b c [ns/t]\n", msg)
 }

@@ -1,0 +1,214 @@
+package branch
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"text/template/parse"
+)
+
+// walker executes a checked template's parse tree.
+type walker struct {
+	out   *bytes.Buffer
+	root  MessageData
+	funcs map[string]func([]any) (any, error)
+}
+
+func (w *walker) walk(node parse.Node, dot any) error {
+	switch n := node.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := w.walk(c, dot); err != nil {
+				return err
+			}
+		}
+	case *parse.TextNode:
+		w.out.Write(n.Text)
+	case *parse.ActionNode:
+		v, err := w.pipe(n.Pipe, dot)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(w.out, v)
+	case *parse.IfNode:
+		return w.branch(&n.BranchNode, dot, func(v any) (bool, any) { return truthy(v), dot })
+	case *parse.WithNode:
+		return w.branch(&n.BranchNode, dot, func(v any) (bool, any) { return truthy(v), v })
+	case *parse.RangeNode:
+		return w.rangeOver(n, dot)
+	}
+	return nil
+}
+
+func (w *walker) branch(b *parse.BranchNode, dot any, decide func(any) (bool, any)) error {
+	v, err := w.pipe(b.Pipe, dot)
+	if err != nil {
+		return err
+	}
+	if ok, next := decide(v); ok {
+		return w.walk(b.List, next)
+	}
+	return w.walk(b.ElseList, dot)
+}
+
+func (w *walker) rangeOver(n *parse.RangeNode, dot any) error {
+	v, err := w.pipe(n.Pipe, dot)
+	if err != nil {
+		return err
+	}
+	changes, ok := v.([]Change)
+	if !ok {
+		return fmt.Errorf("range needs .Changes, not %T", v)
+	}
+	if len(changes) == 0 {
+		return w.walk(n.ElseList, dot)
+	}
+	for _, c := range changes {
+		if err := w.walk(n.List, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pipe evaluates a pipeline: each command's result is the last argument of
+// the next.
+func (w *walker) pipe(p *parse.PipeNode, dot any) (any, error) {
+	var final any
+	for i, cmd := range p.Cmds {
+		v, err := w.command(cmd, dot, final, i > 0)
+		if err != nil {
+			return nil, err
+		}
+		final = v
+	}
+	return final, nil
+}
+
+func (w *walker) command(cmd *parse.CommandNode, dot, final any, piped bool) (any, error) {
+	first := cmd.Args[0]
+	if id, ok := first.(*parse.IdentifierNode); ok {
+		var args []any
+		for _, a := range cmd.Args[1:] {
+			v, err := w.arg(a, dot)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, v)
+		}
+		if piped {
+			args = append(args, final)
+		}
+		return w.funcs[id.Ident](args)
+	}
+	if piped || len(cmd.Args) > 1 {
+		return nil, fmt.Errorf("%s is not a function", first)
+	}
+	return w.arg(first, dot)
+}
+
+func (w *walker) arg(a parse.Node, dot any) (any, error) {
+	switch n := a.(type) {
+	case *parse.FieldNode:
+		return fields(dot, n.Ident)
+	case *parse.DotNode:
+		return dot, nil
+	case *parse.VariableNode: // $ and $.Field: the whole message
+		return fields(w.root, n.Ident[1:])
+	case *parse.PipeNode:
+		return w.pipe(n, dot)
+	case *parse.StringNode:
+		return n.Text, nil
+	case *parse.BoolNode:
+		return n.True, nil
+	case *parse.NumberNode:
+		return n.Text, nil
+	}
+	return nil, fmt.Errorf("%s is not supported", a)
+}
+
+func fields(v any, names []string) (any, error) {
+	for _, name := range names {
+		var err error
+		if v, err = field(v, name); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// field reads a field of the message or of a change by name.
+func field(v any, name string) (any, error) {
+	if d, ok := v.(MessageData); ok {
+		switch name {
+		case "Target":
+			return d.Target, nil
+		case "Branch":
+			return d.Branch, nil
+		case "Author":
+			return d.Author, nil
+		case "Changes":
+			return d.Changes, nil
+		case "Summary":
+			return d.Summary(), nil
+		}
+		v = d.Change
+	}
+	c, ok := v.(Change)
+	if !ok {
+		return nil, fmt.Errorf("field .%s of %T", name, v)
+	}
+	switch name {
+	case "Operation":
+		return c.Operation, nil
+	case "APIVersion":
+		return c.APIVersion, nil
+	case "Kind":
+		return c.Kind, nil
+	case "Namespace":
+		return c.Namespace, nil
+	case "Name":
+		return c.Name, nil
+	case "Path":
+		return c.Path, nil
+	case "Ref":
+		return c.Ref(), nil
+	}
+	return nil, fmt.Errorf("field .%s of a change", name)
+}
+
+func oneArg(args []any) any {
+	if len(args) == 0 {
+		return nil
+	}
+	return args[len(args)-1]
+}
+
+func length(v any) (any, error) {
+	switch x := v.(type) {
+	case []Change:
+		return len(x), nil
+	case string:
+		return len(x), nil
+	}
+	return nil, fmt.Errorf("len of %T", v)
+}
+
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case int:
+		return x != 0
+	case []Change:
+		return len(x) > 0
+	}
+	return !reflect.ValueOf(v).IsZero()
+}
