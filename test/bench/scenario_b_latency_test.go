@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/gogit"
+)
+
+const (
+	latencyCommitWindow = 100 * time.Millisecond
+	// latencyPoll is how often the remote is checked for the edit; it bounds
+	// the measurement's resolution.
+	latencyPoll = 20 * time.Millisecond
+)
+
+// BenchmarkEditToCommitBackToBack is scenario B, back to back: an edit,
+// wait until its commit is on the remote, the next edit at once.
+func BenchmarkEditToCommitBackToBack(b *testing.B) {
+	measureEditToCommit(b, "B back-to-back", 30, 0)
+}
+
+// BenchmarkEditToCommitSpaced is scenario B, spaced: one edit every 2 s.
+func BenchmarkEditToCommitSpaced(b *testing.B) {
+	measureEditToCommit(b, "B spaced 2s", 15, 2*time.Second)
+}
+
+// measureEditToCommit times samples edits of one ConfigMap, from just
+// before the API write to the poller seeing the new value on the remote,
+// with a 100ms commit window. spacing > 0 starts edits that far apart.
+func measureEditToCommit(b *testing.B, scenario string, samples int, spacing time.Duration) {
+	e := sharedEnv(b)
+	ctx := context.Background()
+	r := newReporter(b, scenario)
+	name := uniqueName("latency")
+	m, err := newMirror(ctx, e, name, mirrorOptions{commitWindow: latencyCommitWindow})
+	require.NoError(b, err)
+	b.Cleanup(func() { require.NoError(b, m.retire(ctx, e)) })
+	probe := client.ObjectKey{Namespace: name, Name: "probe"}
+	require.NoError(b, e.client().Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: probe.Namespace, Name: probe.Name}, Data: map[string]string{"key-0": "initial"}}))
+	file := probe.Namespace + "/configmaps/" + probe.Name + ".yaml"
+
+	op, err := startOperator(e, name)
+	require.NoError(b, err)
+	defer stopOperator(b, op)
+	_, err = m.remote.pollHeads(ctx, op, 100*time.Millisecond, time.Minute, fileContains(m, file, "initial"))
+	require.NoError(b, err, "waiting for the probe ConfigMap in Git")
+	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
+	before, err := op.scrape(ctx)
+	require.NoError(b, err)
+	commitsBefore, err := m.remote.commitCount(ctx)
+	require.NoError(b, err)
+	oneCommit, err := measureRemoteCommit(ctx, e, 15)
+	require.NoError(b, err)
+
+	latencies := make([]time.Duration, 0, samples)
+	next := time.Now()
+	for i := range samples {
+		time.Sleep(time.Until(next))
+		value := fmt.Sprintf("edit-%d-of-%s", i, name)
+		start := time.Now()
+		require.NoError(b, patchValue(ctx, e.client(), probe, value))
+		seen, err := m.remote.pollHeads(ctx, op, latencyPoll, 30*time.Second, fileContains(m, file, value))
+		require.NoError(b, err, "waiting for edit %d in Git", i)
+		latencies = append(latencies, seen.Sub(start))
+		next = start.Add(spacing)
+	}
+	u, err := op.usage()
+	require.NoError(b, err)
+	after, err := op.scrape(ctx)
+	require.NoError(b, err)
+	commitsAfter, err := m.remote.commitCount(ctx)
+	require.NoError(b, err)
+	reportLatency(r, latencies, oneCommit, commitStats(before, after))
+	r.info("commits per edit", float64(commitsAfter-commitsBefore)/float64(samples), "")
+	r.usage(u)
+}
+
+// remoteCommitStats are the operator's own timings of the measured commits.
+// The metrics trail the remote slightly (a commit is counted after its push
+// returns), so counts come from the remote, not from here.
+type remoteCommitStats struct {
+	// meanCommit is the forge's time for one commit (build, push, CAS).
+	meanCommit time.Duration
+	// meanEventToCommit runs from the watch event's arrival to the commit
+	// reaching the remote.
+	meanEventToCommit time.Duration
+}
+
+func commitStats(before, after metricSamples) remoteCommitStats {
+	delta := func(name string) float64 { return after.sum(name) - before.sum(name) }
+	mean := func(family string) time.Duration {
+		n := delta(family + "_count")
+		if n == 0 {
+			return 0
+		}
+		return time.Duration(delta(family+"_sum") / n * float64(time.Second))
+	}
+	return remoteCommitStats{
+		meanCommit:        mean("gitopsreverser_commit_duration_seconds"),
+		meanEventToCommit: mean("gitopsreverser_event_to_commit_seconds"),
+	}
+}
+
+func reportLatency(r reporter, latencies []time.Duration, oneCommit time.Duration, stats remoteCommitStats) {
+	r.b.Helper()
+	p50, p90 := percentile(latencies, 50), percentile(latencies, 90)
+	target := latencyCommitWindow + oneCommit + latencySlack
+	r.atMost("p50 API write to remote", float64(p50.Milliseconds()), "ms", float64(target.Milliseconds()))
+	r.info("p90 API write to remote", float64(p90.Milliseconds()), "ms")
+	r.info("max API write to remote", float64(percentile(latencies, 100).Milliseconds()), "ms")
+	r.info("one remote commit (probe p50)", float64(oneCommit.Milliseconds()), "ms")
+	r.info("operator's commit time (mean)", float64(stats.meanCommit.Milliseconds()), "ms")
+	r.info("operator's event to commit (mean)", float64(stats.meanEventToCommit.Milliseconds()), "ms")
+	r.b.Logf("latencies: %v", latencies)
+}
+
+// measureRemoteCommit is the p50 of commits of one small file made through
+// the go-git forge to the Git server the operator pushes to: "one remote
+// commit" on this machine, measured apart from the operator.
+func measureRemoteCommit(ctx context.Context, e *benchEnv, commits int) (time.Duration, error) {
+	name := uniqueName("commit-probe")
+	head, err := e.git.CreateRepoWithCommit(name, map[string]string{"README.md": "commit probe\n"})
+	if err != nil {
+		return 0, err
+	}
+	forge, err := gogit.New(gogit.Options{URL: e.git.HTTPURL(name), Auth: gogit.BasicAuth{Username: gitUser, Password: gitPassword}})
+	if err != nil {
+		return 0, fmt.Errorf("opening the commit probe's forge: %w", err)
+	}
+	// The first read fetches the snapshot, as a branch worker's does; the
+	// commits after it build on their own predecessor, as the worker's do.
+	if _, err := forge.Tree(ctx, head, ""); err != nil {
+		return 0, fmt.Errorf("reading the commit probe's repository: %w", err)
+	}
+	author := forges.Signature{Name: "Benchmark", Email: "bench@example.invalid"}
+	durations := make([]time.Duration, 0, commits)
+	for i := range commits {
+		start := time.Now()
+		res, err := forge.Commit(ctx, forges.CommitRequest{
+			Branch: "main", ExpectedHead: head, Message: fmt.Sprintf("probe %d", i), Author: author, Committer: author,
+			Changes: []forges.FileChange{{Path: "clusters/probe/configmaps/probe.yaml",
+				Content: fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\ndata:\n  key-0: edit-%d\n", i)}},
+		})
+		if err != nil {
+			return 0, fmt.Errorf("commit %d of the commit probe: %w", i, err)
+		}
+		durations = append(durations, time.Since(start))
+		head = res.Commit
+	}
+	return percentile(durations, 50), nil
+}
