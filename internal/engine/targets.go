@@ -168,6 +168,10 @@ func (o *targetObserver) ObjectRefused(t branch.TargetKey, reason string, id man
 	}
 }
 
+// Replayed refreshes the target's status at once: a replay that changed
+// nothing makes no commit, and would otherwise show on the next requeue.
+func (o *targetObserver) Replayed(t branch.TargetKey) { o.engine.notify(t) }
+
 func (o *targetObserver) StreamObserver() watch.Observer {
 	if o.metrics == nil {
 		return watch.NopObserver{}

@@ -125,6 +125,9 @@ func (m *Metrics) ObjectRefused(_ branch.TargetKey, reason string, _ manifest.Ob
 	m.refusals.WithLabelValues(reason).Inc()
 }
 
+// Replayed implements mirror.Observer.
+func (m *Metrics) Replayed(branch.TargetKey) {}
+
 // StreamObserver implements mirror.Observer.
 func (m *Metrics) StreamObserver() watch.Observer { return streamObserver{m} }
 

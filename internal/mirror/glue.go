@@ -92,6 +92,9 @@ func (g *streamGlue) synced(ctx context.Context) error {
 	if err := g.target.sink.Sync(ctx, g.target.Key, sweep, allSynced); err != nil {
 		return fmt.Errorf("handing the %s sweep to the branch worker: %w", g.claim.GVR.Resource, err)
 	}
+	if allSynced {
+		g.target.observer.Replayed(g.target.Key)
+	}
 	return nil
 }
 

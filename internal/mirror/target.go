@@ -22,6 +22,8 @@ type Observer interface {
 	// Refused: an object was not written, for reason.
 	ObjectRefused(target branch.TargetKey, reason string, object manifest.ObjectID)
 	StreamObserver() watch.Observer
+	// Replayed: every stream of the target has finished its replay.
+	Replayed(target branch.TargetKey)
 }
 
 // Target mirrors one GitTarget: one watch stream per claim, all feeding the
@@ -222,3 +224,4 @@ type nopObserver struct{}
 func (nopObserver) Forwarded(branch.TargetKey, string)                        {}
 func (nopObserver) ObjectRefused(branch.TargetKey, string, manifest.ObjectID) {}
 func (nopObserver) StreamObserver() watch.Observer                            { return watch.NopObserver{} }
+func (nopObserver) Replayed(branch.TargetKey)                                 {}

@@ -76,12 +76,11 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 	return replay, nil
 }
 
+// synced ends a replay. The phase is Running before the handler hears of
+// it, so a status read prompted by the Synced event sees the stream live.
 func (s *Stream) synced(ctx context.Context, replay *replayState) error {
-	err := s.handle(ctx, Event{Kind: Synced, Scope: s.Scope, Present: replay.present, Received: s.Clock.Now()})
-	if err == nil {
-		s.phase.Store(int32(PhaseRunning))
-	}
-	return err
+	s.phase.Store(int32(PhaseRunning))
+	return s.handle(ctx, Event{Kind: Synced, Scope: s.Scope, Present: replay.present, Received: s.Clock.Now()})
 }
 
 func (s *Stream) handle(ctx context.Context, ev Event) error {
