@@ -51,6 +51,20 @@ type Fixture interface {
 	NewRepo(t *testing.T, name string, seed map[string]string) Repo
 }
 
+// RateLimiter is implemented by fixtures whose forge meters requests. The
+// fixture, not the suite, knows how its forge is made to refuse and which
+// clock its limits run on.
+type RateLimiter interface {
+	// LimitWrites makes the forge refuse r's client as rate limited from
+	// its next write on, asking it to wait about wait, and admit it again
+	// once wait has passed. A forge that meters every request may refuse
+	// the reads that precede the write as well.
+	LimitWrites(t *testing.T, r Repo, wait time.Duration)
+	// WaitOut lets d pass on the clock the forge and the client measure
+	// rate limits on: a sleep, or a step of a simulated clock.
+	WaitOut(t *testing.T, d time.Duration)
+}
+
 // Options tune the suite to what a forge can attest.
 type Options struct {
 	// CommitterIsTokenUser: the forge records its own user as committer
@@ -69,6 +83,7 @@ func Run(t *testing.T, f Fixture, o Options) {
 	t.Run("EmptyRepository", func(t *testing.T) { emptyRepository(t, f) })
 	t.Run("RaceWithAnExternalCommit", func(t *testing.T) { race(t, f) })
 	t.Run("CredentialsRefused", func(t *testing.T) { refused(t, f) })
+	t.Run("RateLimitedWriteWaitsAndLosesNothing", func(t *testing.T) { rateLimitedWrite(t, f) })
 }
 
 var (
@@ -76,12 +91,16 @@ var (
 	committer = forges.Signature{Name: "GitOps Reverser", Email: "noreply@configbutler.ai", When: time.Date(2026, 3, 4, 5, 6, 9, 0, time.UTC)}
 )
 
-func commit(t *testing.T, r Repo, branch, expected string, changes ...forges.FileChange) forges.CommitResult {
-	t.Helper()
-	res, err := r.Forge.Commit(context.Background(), forges.CommitRequest{
+func commitRequest(t *testing.T, branch, expected string, changes ...forges.FileChange) forges.CommitRequest {
+	return forges.CommitRequest{
 		Branch: branch, ExpectedHead: expected, Message: "contract: " + t.Name() + "\n",
 		Author: author, Committer: committer, Changes: changes,
-	})
+	}
+}
+
+func commit(t *testing.T, r Repo, branch, expected string, changes ...forges.FileChange) forges.CommitResult {
+	t.Helper()
+	res, err := r.Forge.Commit(context.Background(), commitRequest(t, branch, expected, changes...))
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Commit)
 	return res
@@ -214,4 +233,85 @@ func refused(t *testing.T, f Fixture) {
 	})
 	require.Error(t, err)
 	require.True(t, errors.Is(err, forges.ErrUnauthorized) || errors.Is(err, forges.ErrForbidden), "%v", err)
+}
+
+// askedRateLimitWait is the wait the suite asks a forge to impose: whole
+// seconds, because Retry-After counts seconds, and short, because a forge
+// on the wall clock makes the suite sleep it.
+const askedRateLimitWait = time.Second
+
+// longestAcceptedRateLimitWait bounds the wait a forge may answer with, so
+// one that ignores the asked wait fails instead of stalling the suite.
+const longestAcceptedRateLimitWait = 2 * time.Second
+
+// rateLimitedWrite: a commit the forge refuses as rate limited leaves the
+// branch and the files as they were and says how long to wait; once that
+// wait has passed the very same request lands whole. The branch worker
+// relies on this to keep its pending writes and retry them unchanged.
+func rateLimitedWrite(t *testing.T, f Fixture) {
+	limiter, ok := f.(RateLimiter)
+	if !ok {
+		t.Skip("the forge does not meter requests")
+	}
+	r := f.NewRepo(t, "rate-limited", map[string]string{"kept.yaml": "v: 1\n", "changed.yaml": "v: 1\n", "deleted.yaml": "v: 1\n"})
+	before := head(t, r, "main")
+	req := commitRequest(t, "main", before, rateLimitedChanges()...)
+
+	limiter.LimitWrites(t, r, askedRateLimitWait)
+	_, err := r.Forge.Commit(context.Background(), req)
+	require.ErrorIs(t, err, forges.ErrRateLimited, "the refused commit reads as rate limited")
+	wait := forges.RetryAfter(err)
+	require.Positive(t, wait, "the forge says how long to wait: %v", err)
+	require.LessOrEqual(t, wait, longestAcceptedRateLimitWait, "the forge asked for about %s", askedRateLimitWait)
+	// Observed through the fixture: the client may be held back from
+	// reading too.
+	require.Equal(t, before, r.Head(t, "main").ID, "the refused commit did not move the branch")
+	requireNothingWritten(t, r)
+
+	limiter.WaitOut(t, wait)
+	res, err := r.Forge.Commit(context.Background(), req)
+	require.NoError(t, err, "the same commit on the same head lands once the wait is over")
+	landed := r.Head(t, "main")
+	require.Equal(t, res.Commit, landed.ID)
+	require.Equal(t, []string{before}, landed.Parents, "one commit on top of the expected head")
+	requireEverythingWritten(t, r)
+}
+
+const rateLimitedFiles = 5
+
+// rateLimitedChanges adds files, changes one, deletes one: every kind of
+// change that a refused write could lose.
+func rateLimitedChanges() []forges.FileChange {
+	changes := []forges.FileChange{put("changed.yaml", "v: 2\n"), del("deleted.yaml")}
+	for i := range rateLimitedFiles {
+		changes = append(changes, put(fmt.Sprintf("limited/file-%d.yaml", i), fmt.Sprintf("n: %d\n", i)))
+	}
+	return changes
+}
+
+func requireNothingWritten(t *testing.T, r Repo) {
+	t.Helper()
+	changed, _ := r.File(t, "main", "changed.yaml")
+	require.Equal(t, "v: 1\n", changed, "the refused commit changed no file")
+	_, ok := r.File(t, "main", "deleted.yaml")
+	require.True(t, ok, "the refused commit deleted no file")
+	for i := range rateLimitedFiles {
+		_, ok := r.File(t, "main", fmt.Sprintf("limited/file-%d.yaml", i))
+		require.False(t, ok, "the refused commit added no file")
+	}
+}
+
+func requireEverythingWritten(t *testing.T, r Repo) {
+	t.Helper()
+	kept, _ := r.File(t, "main", "kept.yaml")
+	require.Equal(t, "v: 1\n", kept, "an untouched file stays")
+	changed, _ := r.File(t, "main", "changed.yaml")
+	require.Equal(t, "v: 2\n", changed)
+	_, ok := r.File(t, "main", "deleted.yaml")
+	require.False(t, ok, "the deletion landed")
+	for i := range rateLimitedFiles {
+		content, ok := r.File(t, "main", fmt.Sprintf("limited/file-%d.yaml", i))
+		require.True(t, ok, "file %d landed", i)
+		require.Equal(t, fmt.Sprintf("n: %d\n", i), content)
+	}
 }

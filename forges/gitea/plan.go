@@ -40,7 +40,7 @@ func finalChanges(changes []forges.FileChange) ([]forges.FileChange, error) {
 	index := make(map[string]int, len(changes))
 	final := make([]forges.FileChange, 0, len(changes))
 	for _, change := range changes {
-		if err := validatePath(change.Path); err != nil {
+		if err := forges.ValidatePath(change.Path); err != nil {
 			return nil, fmt.Errorf("change to %q: %w", change.Path, err)
 		}
 		if i, seen := index[change.Path]; seen {

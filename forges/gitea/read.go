@@ -3,7 +3,6 @@ package gitea
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -24,7 +23,7 @@ func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.Tree
 	if err := checkObjectID(commit); err != nil {
 		return nil, forges.Errorf(forges.KindNotFound, op, err)
 	}
-	dir, err := cleanPrefix(prefix)
+	dir, err := forges.CleanPrefix(prefix)
 	if err != nil {
 		return nil, forges.Errorf(forges.KindNotFound, op, err)
 	}
@@ -104,19 +103,6 @@ func (c *Client) Blob(ctx context.Context, id string) ([]byte, error) {
 	return content, nil
 }
 
-// cleanPrefix turns a Tree prefix into a slash-separated directory path
-// without leading "./" or trailing "/", "" for the whole tree.
-func cleanPrefix(prefix string) (string, error) {
-	trimmed := strings.Trim(strings.TrimPrefix(prefix, "./"), "/")
-	if trimmed == "" || trimmed == "." {
-		return "", nil
-	}
-	if err := validatePath(trimmed); err != nil {
-		return "", fmt.Errorf("invalid prefix %q: %w", prefix, err)
-	}
-	return trimmed, nil
-}
-
 // checkObjectID accepts a full hexadecimal object id: 40 digits (SHA-1) or
 // 64 (SHA-256, which Gitea supports for new repositories). Anything else
 // would let Gitea resolve a branch or tag name instead.
@@ -127,30 +113,6 @@ func checkObjectID(id string) error {
 	for _, r := range id {
 		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
 			return fmt.Errorf("%q is not a full object id", id)
-		}
-	}
-	return nil
-}
-
-// validatePath refuses paths Git or Gitea cannot store: absolute, empty
-// or dot segments, .git, NUL.
-func validatePath(filePath string) error {
-	switch {
-	case filePath == "":
-		return errors.New("path is empty")
-	case strings.HasPrefix(filePath, "/"):
-		return errors.New("path must be relative")
-	case strings.IndexByte(filePath, 0) >= 0:
-		return errors.New("path contains a NUL byte")
-	}
-	for _, segment := range strings.Split(filePath, "/") {
-		switch {
-		case segment == "":
-			return errors.New("path has an empty segment")
-		case segment == "." || segment == "..":
-			return fmt.Errorf("path has a %q segment", segment)
-		case strings.EqualFold(segment, ".git"):
-			return errors.New("path has a .git segment")
 		}
 	}
 	return nil

@@ -55,7 +55,7 @@ func validateRequest(req forges.CommitRequest) error {
 		return errors.New("branch is empty")
 	}
 	for _, change := range req.Changes {
-		if err := validatePath(change.Path); err != nil {
+		if err := forges.ValidatePath(change.Path); err != nil {
 			return fmt.Errorf("change %q: %w", change.Path, err)
 		}
 	}

@@ -2,7 +2,9 @@ package github_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,20 +19,29 @@ const (
 )
 
 // TestForgeContract runs the shared forge contract against the GitHub
-// simulator, authenticated with a token.
+// simulator, authenticated with a token. The simulator and the clients
+// measure rate limits on one skippable clock, so a rate-limit wait passes
+// without sleeping.
 func TestForgeContract(t *testing.T) {
-	sim := startSim(t)
-	forgetest.Run(t, simFixture{sim: sim}, forgetest.Options{})
+	clock := &skippableClock{}
+	sim := startSim(t, simgithub.WithClock(clock.Now))
+	forgetest.Run(t, simFixture{sim: sim, clock: clock}, forgetest.Options{})
 }
 
-type simFixture struct{ sim *simgithub.Server }
+type simFixture struct {
+	sim   *simgithub.Server
+	clock *skippableClock
+}
+
+var _ forgetest.RateLimiter = simFixture{}
 
 func (f simFixture) NewRepo(t *testing.T, name string, seed map[string]string) forgetest.Repo {
 	repo := repoName(t, name)
 	require.NoError(t, f.sim.CreateRepo(owner, repo, seed))
+	onFixtureClock := func(o *forgegithub.Options) { o.Now = f.clock.Now }
 	return forgetest.Repo{
-		Forge:            newTokenClient(t, f.sim, repo, goodToken),
-		WrongCredentials: newTokenClient(t, f.sim, repo, "ghp_wrong"),
+		Forge:            newTokenClient(t, f.sim, repo, goodToken, onFixtureClock),
+		WrongCredentials: newTokenClient(t, f.sim, repo, "ghp_wrong", onFixtureClock),
 		File: func(t *testing.T, branch, path string) (string, bool) {
 			return f.sim.File(owner, repo, branch, path)
 		},
@@ -49,6 +60,30 @@ func (f simFixture) NewRepo(t *testing.T, name string, seed map[string]string) f
 		},
 	}
 }
+
+// LimitWrites trips a secondary rate limit on content creation, the one a
+// committing client meets: GitHub answers its writes 403 with retry-after
+// while its reads go on. The limit is the whole simulator's; the contract
+// writes to one repository at a time.
+func (f simFixture) LimitWrites(t *testing.T, _ forgetest.Repo, wait time.Duration) {
+	f.sim.BlockContentCreation(wait)
+}
+
+// WaitOut skips the shared clock ahead: the simulator lifts the limit and
+// the client stops holding its writes back, both at once.
+func (f simFixture) WaitOut(t *testing.T, d time.Duration) { f.clock.Skip(d) }
+
+// skippableClock is the wall clock plus an offset that only grows, so
+// every other case runs on real time while a rate-limit wait can pass at
+// once. simgithub.Clock stands still, which would pile all of the
+// contract's writes into one content-creation window.
+type skippableClock struct{ skipped atomic.Int64 }
+
+func (c *skippableClock) Now() time.Time {
+	return time.Now().Add(time.Duration(c.skipped.Load()))
+}
+
+func (c *skippableClock) Skip(d time.Duration) { c.skipped.Add(int64(d)) }
 
 func startSim(t *testing.T, opts ...simgithub.Option) *simgithub.Server {
 	t.Helper()

@@ -3,7 +3,6 @@ package github
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -36,7 +35,7 @@ func (c *Client) Head(ctx context.Context, branch string) (string, error) {
 // rate limit than walking down to the prefix one level at a time.
 func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.TreeEntry, error) {
 	op := fmt.Sprintf("read tree of %s", commit)
-	dir, err := cleanPrefix(prefix)
+	dir, err := forges.CleanPrefix(prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
@@ -182,38 +181,4 @@ func (c *Client) Blob(ctx context.Context, id string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: decoding base64 content: %w", op, err)
 	}
 	return content, nil
-}
-
-// cleanPrefix turns a Tree prefix into a slash-separated directory path
-// without leading "./" or trailing "/", "" for the whole tree.
-func cleanPrefix(prefix string) (string, error) {
-	trimmed := strings.Trim(strings.TrimPrefix(prefix, "./"), "/")
-	if trimmed == "" || trimmed == "." {
-		return "", nil
-	}
-	if err := validatePath(trimmed); err != nil {
-		return "", fmt.Errorf("invalid prefix %q: %w", prefix, err)
-	}
-	return trimmed, nil
-}
-
-// validatePath accepts a relative, slash-separated path Git can store.
-func validatePath(filePath string) error {
-	if filePath == "" || strings.HasPrefix(filePath, "/") {
-		return errors.New("path must be relative and not empty")
-	}
-	if strings.IndexByte(filePath, 0) >= 0 {
-		return errors.New("path contains a NUL byte")
-	}
-	for segment := range strings.SplitSeq(filePath, "/") {
-		switch {
-		case segment == "":
-			return errors.New("path has an empty segment")
-		case segment == "." || segment == "..":
-			return fmt.Errorf("path has a %q segment", segment)
-		case strings.EqualFold(segment, ".git"):
-			return errors.New("path has a .git segment")
-		}
-	}
-	return nil
 }

@@ -1,10 +1,12 @@
 package gitlab_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -68,6 +70,31 @@ func (f fixture) NewRepo(t *testing.T, name string, seed map[string]string) forg
 		},
 	}
 }
+
+var _ forgetest.RateLimiter = fixture{}
+
+// throttleBudget is how many requests the throttle of LimitWrites allows a
+// window: more than a commit costs (head check, tree listing, commit), so
+// the retry fits in the window after the wait.
+const throttleBudget = 10
+
+// LimitWrites throttles the token's user to throttleBudget requests per
+// window of wait and spends this window's budget with r's client's own
+// reads, as a worker busy reading would. GitLab's throttle_authenticated_api
+// counts every request, so the commit is refused from its first request
+// on with 429 and a Retry-After that ends with the window. The throttle is
+// lifted when the test ends.
+func (f fixture) LimitWrites(t *testing.T, r forgetest.Repo, wait time.Duration) {
+	f.server.SetRateLimit(throttleBudget, wait)
+	t.Cleanup(func() { f.server.SetRateLimit(0, 0) })
+	for range throttleBudget {
+		_, err := r.Forge.Head(context.Background(), "main")
+		require.NoError(t, err, "a read within the budget is answered")
+	}
+}
+
+// WaitOut sleeps: the simulator's throttle runs on the wall clock.
+func (fixture) WaitOut(t *testing.T, d time.Duration) { time.Sleep(d) }
 
 func newClient(t *testing.T, server *simgitlab.Server, project, token string) *gitlab.Client {
 	t.Helper()

@@ -25,7 +25,7 @@ func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.Tree
 	if err != nil {
 		return nil, forges.Errorf(forges.KindNotFound, op, err)
 	}
-	dir, err := cleanPrefix(prefix)
+	dir, err := forges.CleanPrefix(prefix)
 	if err != nil {
 		return nil, forges.Errorf(forges.KindNotFound, op, err)
 	}
@@ -145,19 +145,6 @@ func fileModeOf(mode filemode.FileMode) forges.FileMode {
 		return forges.ModeSymlink
 	}
 	return forges.ModeRegular
-}
-
-// cleanPrefix turns a Tree prefix into a slash-separated directory path
-// without leading "./" or trailing "/", "" for the whole tree.
-func cleanPrefix(prefix string) (string, error) {
-	trimmed := strings.Trim(strings.TrimPrefix(prefix, "./"), "/")
-	if trimmed == "" || trimmed == "." {
-		return "", nil
-	}
-	if err := validatePath(trimmed); err != nil {
-		return "", fmt.Errorf("invalid prefix %q: %w", prefix, err)
-	}
-	return trimmed, nil
 }
 
 // parseObjectID accepts a full hexadecimal SHA-1 object id.

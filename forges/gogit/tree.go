@@ -1,7 +1,6 @@
 package gogit
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -79,7 +78,7 @@ func loadDirectory(objects storer.EncodedObjectStorer, hash plumbing.Hash) (*dir
 // apply runs the changes in order, so a later change to a path wins.
 func (b *treeBuilder) apply(changes []forges.FileChange) error {
 	for _, change := range changes {
-		if err := validatePath(change.Path); err != nil {
+		if err := forges.ValidatePath(change.Path); err != nil {
 			return fmt.Errorf("change to %q: %w", change.Path, err)
 		}
 		var err error
@@ -273,30 +272,4 @@ func (b *treeBuilder) store(encoded plumbing.EncodedObject) (plumbing.Hash, erro
 func splitPath(filePath string) (parents []string, name string) {
 	segments := strings.Split(filePath, "/")
 	return segments[:len(segments)-1], segments[len(segments)-1]
-}
-
-// validatePath accepts a relative, slash-separated path that Git can
-// store and check out: no empty, "." or ".." segments, no ".git" segment
-// (Git refuses those trees on checkout), no NUL.
-func validatePath(filePath string) error {
-	if filePath == "" {
-		return errors.New("path is empty")
-	}
-	if strings.HasPrefix(filePath, "/") {
-		return errors.New("path must be relative")
-	}
-	if strings.IndexByte(filePath, 0) >= 0 {
-		return errors.New("path contains a NUL byte")
-	}
-	for _, segment := range strings.Split(filePath, "/") {
-		switch {
-		case segment == "":
-			return errors.New("path has an empty segment")
-		case segment == "." || segment == "..":
-			return fmt.Errorf("path has a %q segment", segment)
-		case strings.EqualFold(segment, ".git"):
-			return errors.New("path has a .git segment")
-		}
-	}
-	return nil
 }

@@ -152,6 +152,19 @@ func (s *Server) HeadCommit(owner, name, branch string) (Commit, error) {
 	return out, nil
 }
 
+// BlockContentCreation answers every content-creating request (POST,
+// PATCH, PUT, DELETE) as a secondary rate limit, 403 with retry-after,
+// until d has passed on the simulator's clock; reads go on. GitHub's own
+// documentation allows for it: "Some endpoints have lower content creation
+// limits" and "You may also encounter a secondary rate limit for
+// undisclosed reasons". It lets a test meet the limit on exactly the
+// request it wants, without spending the counted budgets first.
+func (s *Server) BlockContentCreation(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limits.contentBlockedUntil = s.config.now().Add(d)
+}
+
 // Requests returns the requests answered so far, oldest first.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()

@@ -32,6 +32,9 @@ type limitState struct {
 	// content holds, per bucket, when each admitted content-creating request
 	// was made within the last hour.
 	content map[string][]time.Time
+	// contentBlockedUntil refuses content creation by everyone until then
+	// (BlockContentCreation).
+	contentBlockedUntil time.Time
 }
 
 func newLimitState() limitState {
@@ -121,7 +124,8 @@ func (s *Server) primaryLimitMessage(cred *credential) string {
 }
 
 // contentWait reports how long bucket must wait before its next
-// content-creating request fits both the per-minute and per-hour limits.
+// content-creating request fits both the per-minute and per-hour limits
+// and any block on content creation has ended.
 func (s *Server) contentWait(bucket string, now time.Time) (time.Duration, bool) {
 	var recent []time.Time
 	for _, at := range s.limits.content[bucket] {
@@ -132,6 +136,7 @@ func (s *Server) contentWait(bucket string, now time.Time) (time.Duration, bool)
 	s.limits.content[bucket] = recent
 	wait := windowWait(recent, now, time.Minute, s.config.contentPerMinute)
 	wait = max(wait, windowWait(recent, now, time.Hour, s.config.contentPerHour))
+	wait = max(wait, s.limits.contentBlockedUntil.Sub(now))
 	return wait, wait > 0
 }
 
