@@ -45,3 +45,7 @@ bench: test-binaries ## Run the benchmarks
 demo: ## Run the operator on a local control plane and a local Git remote
 	test/tools/build.sh etcd kube-apiserver
 	$(GO) build -o bin/demo ./test/demo && bin/demo
+
+.PHONY: image
+image: ## Build the container image gitops-reverser:dev (needs Docker; not available on the dev machines)
+	docker build -t gitops-reverser:dev .

@@ -1,0 +1,258 @@
+package chart
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Test keys: shaped like the real thing, since the schema checks the PEM
+// header; the operator never parses them in these tests.
+const (
+	fakePrivateKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+	fakeRSAKey     = "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"
+	fakeKnownHosts = "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
+)
+
+// variant is one set of values: the default, or one credentials kind.
+type variant struct {
+	name   string
+	values string // a values file's content; "" is the chart's defaults
+}
+
+func variants() []variant {
+	return []variant{
+		{"defaults", ""},
+		{"existingSecret", "credentials: {type: existingSecret, existingSecret: my-forge-creds}\n"},
+		{"githubApp", fmt.Sprintf("credentials:\n  type: githubApp\n  githubApp:\n    appID: 1000000\n    installationID: \"7890123\"\n    privateKey: %q\n", fakeRSAKey)},
+		{"token", "credentials: {type: token, namespace: team-a, token: {token: glpat-abc}}\n"},
+		{"ssh", fmt.Sprintf("credentials:\n  type: ssh\n  ssh:\n    privateKey: %q\n    knownHosts: %q\n", fakePrivateKey, fakeKnownHosts)},
+		{"mirrorAllTypes", "rbac: {mirrorAllTypes: true}\n"},
+		{"noLeaderElection", "operator: {leaderElect: false, additionalSensitiveResources: [sealedsecrets.bitnami.com]}\n"},
+		{"serviceMonitor", "metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}\n"},
+	}
+}
+
+// helm runs the Helm CLI on the chart and returns its combined output.
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(env.helm, args...)
+	// An empty HOME/XDG keeps the user's Helm repositories and plugins out.
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home, "XDG_CACHE_HOME="+home, "XDG_DATA_HOME="+home)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// valuesFile writes a values file; "" returns no arguments.
+func valuesFile(t *testing.T, content string) []string {
+	t.Helper()
+	if content == "" {
+		return nil
+	}
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return []string{"-f", path}
+}
+
+// render runs helm template for release in namespace and parses the objects.
+func render(t *testing.T, release, namespace, values string, extra ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := append([]string{"template", release, chartDir(), "--namespace", namespace}, valuesFile(t, values)...)
+	out, err := helm(t, append(args, extra...)...)
+	require.NoError(t, err, "helm template:\n%s", out)
+	return parseObjects(t, out)
+}
+
+func parseObjects(t *testing.T, manifests string) []*unstructured.Unstructured {
+	t.Helper()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewBufferString(manifests)))
+	var objs []*unstructured.Unstructured
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		require.NoError(t, err)
+		js, err := yaml.YAMLToJSON(doc)
+		require.NoError(t, err)
+		if len(bytes.TrimSpace(js)) == 0 || string(js) == "null" {
+			continue
+		}
+		// Unstructured's own JSON decoding keeps integers int64.
+		u := &unstructured.Unstructured{}
+		require.NoError(t, u.UnmarshalJSON(js))
+		objs = append(objs, u)
+	}
+}
+
+func byKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func oneOfKind(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	t.Helper()
+	found := byKind(objs, kind)
+	require.Len(t, found, 1, "one %s", kind)
+	return found[0]
+}
+
+func TestLintEveryVariant(t *testing.T) {
+	for _, v := range variants() {
+		t.Run(v.name, func(t *testing.T) {
+			out, err := helm(t, append([]string{"lint", "--strict", chartDir()}, valuesFile(t, v.values)...)...)
+			require.NoError(t, err, "helm lint:\n%s", out)
+			require.Contains(t, out, "0 chart(s) failed")
+		})
+	}
+}
+
+func TestTemplateDefaults(t *testing.T) {
+	objs := render(t, "gr", "gitops-reverser", "")
+	require.Empty(t, byKind(objs, "Secret"), "no credentials Secret by default")
+	require.Empty(t, byKind(objs, "ServiceMonitor"))
+	require.Empty(t, byKind(objs, "CustomResourceDefinition"), "CRDs come from crds/, not templates")
+	oneOfKind(t, objs, "ServiceAccount")
+	oneOfKind(t, objs, "ClusterRole")
+	oneOfKind(t, objs, "ClusterRoleBinding")
+	oneOfKind(t, objs, "Role")
+	oneOfKind(t, objs, "Service")
+
+	d := oneOfKind(t, objs, "Deployment")
+	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+	require.EqualValues(t, 1, replicas)
+	pod, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+	podSC := pod["securityContext"].(map[string]any)
+	require.Equal(t, true, podSC["runAsNonRoot"])
+	require.Equal(t, "RuntimeDefault", podSC["seccompProfile"].(map[string]any)["type"])
+	c := pod["containers"].([]any)[0].(map[string]any)
+	sc := c["securityContext"].(map[string]any)
+	require.Equal(t, true, sc["readOnlyRootFilesystem"])
+	require.Equal(t, false, sc["allowPrivilegeEscalation"])
+	require.Equal(t, []any{"ALL"}, sc["capabilities"].(map[string]any)["drop"])
+	require.Equal(t, "/healthz", c["livenessProbe"].(map[string]any)["httpGet"].(map[string]any)["path"])
+	require.Equal(t, "/readyz", c["readinessProbe"].(map[string]any)["httpGet"].(map[string]any)["path"])
+	require.Contains(t, c["args"], "--operator-namespace=$(POD_NAMESPACE)")
+	require.Contains(t, c["args"], "--leader-elect=true")
+	env := map[string]map[string]any{}
+	for _, e := range c["env"].([]any) {
+		env[e.(map[string]any)["name"].(string)] = e.(map[string]any)["valueFrom"].(map[string]any)
+	}
+	require.Equal(t, "metadata.namespace", env["POD_NAMESPACE"]["fieldRef"].(map[string]any)["fieldPath"])
+	require.Equal(t, "limits.memory", env["GOMEMLIMIT"]["resourceFieldRef"].(map[string]any)["resource"])
+
+	rules, _, _ := unstructured.NestedSlice(oneOfKind(t, objs, "ClusterRole").Object, "rules")
+	for _, r := range rules {
+		require.NotContains(t, r.(map[string]any)["apiGroups"], "*", "no wildcard without rbac.mirrorAllTypes")
+	}
+}
+
+func TestTemplateCredentialsVariants(t *testing.T) {
+	cases := []struct {
+		variant string
+		ns      string
+		typ     string
+		data    map[string]string
+	}{
+		{"githubApp", "gitops-reverser", "Opaque", map[string]string{"appID": "1000000", "installationID": "7890123", "privateKey": fakeRSAKey}},
+		{"token", "team-a", "Opaque", map[string]string{"token": "glpat-abc"}},
+		{"ssh", "gitops-reverser", "kubernetes.io/ssh-auth", map[string]string{"ssh-privatekey": fakePrivateKey, "known_hosts": fakeKnownHosts}},
+	}
+	all := map[string]string{}
+	for _, v := range variants() {
+		all[v.name] = v.values
+	}
+	for _, tc := range cases {
+		t.Run(tc.variant, func(t *testing.T) {
+			s := oneOfKind(t, render(t, "gr", "gitops-reverser", all[tc.variant]), "Secret")
+			require.Equal(t, "git-credentials", s.GetName())
+			require.Equal(t, tc.ns, s.GetNamespace(), "in the GitProvider's namespace")
+			typ, _, _ := unstructured.NestedString(s.Object, "type")
+			require.Equal(t, tc.typ, typ)
+			data, _, _ := unstructured.NestedStringMap(s.Object, "stringData")
+			require.Equal(t, tc.data, data)
+		})
+	}
+	t.Run("existingSecret creates nothing", func(t *testing.T) {
+		require.Empty(t, byKind(render(t, "gr", "gitops-reverser", all["existingSecret"]), "Secret"))
+	})
+	t.Run("mirrorAllTypes", func(t *testing.T) {
+		rules, _, _ := unstructured.NestedSlice(oneOfKind(t, render(t, "gr", "gitops-reverser", all["mirrorAllTypes"]), "ClusterRole").Object, "rules")
+		last := rules[len(rules)-1].(map[string]any)
+		require.Equal(t, []any{"*"}, last["apiGroups"])
+		require.Equal(t, []any{"get", "list", "watch"}, last["verbs"])
+	})
+	t.Run("no leader election recreates", func(t *testing.T) {
+		d := oneOfKind(t, render(t, "gr", "gitops-reverser", all["noLeaderElection"]), "Deployment")
+		typ, _, _ := unstructured.NestedString(d.Object, "spec", "strategy", "type")
+		require.Equal(t, "Recreate", typ)
+	})
+	t.Run("serviceMonitor", func(t *testing.T) {
+		oneOfKind(t, render(t, "gr", "gitops-reverser", all["serviceMonitor"]), "ServiceMonitor")
+	})
+}
+
+func TestSchemaRefusesBadValues(t *testing.T) {
+	cases := []struct {
+		name, values string
+		want         []string
+	}{
+		{"two replicas", "replicaCount: 2\n", []string{"at '/replicaCount': maximum: got 2, want 1"}},
+		{"unknown credentials type", "credentials: {type: gitea}\n",
+			[]string{"at '/credentials/type': value must be one of 'none', 'existingSecret', 'githubApp', 'token', 'ssh'"}},
+		{"existingSecret without a name", "credentials: {type: existingSecret}\n",
+			[]string{"at '/credentials/existingSecret': minLength: got 0, want 1"}},
+		{"githubApp without fields", "credentials: {type: githubApp}\n", []string{
+			"at '/credentials/githubApp/appID': '' does not match pattern",
+			"at '/credentials/githubApp/installationID': '' does not match pattern",
+			"at '/credentials/githubApp/privateKey': '' does not match pattern"}},
+		{"githubApp with a non-numeric id", fmt.Sprintf("credentials: {type: githubApp, githubApp: {appID: abc, installationID: 1, privateKey: %q}}\n", fakeRSAKey),
+			[]string{"at '/credentials/githubApp/appID': 'abc' does not match pattern"}},
+		{"token without token", "credentials: {type: token}\n", []string{"at '/credentials/token/token': minLength: got 0, want 1"}},
+		{"ssh without known_hosts", fmt.Sprintf("credentials: {type: ssh, ssh: {privateKey: %q}}\n", fakePrivateKey),
+			[]string{"at '/credentials/ssh/knownHosts': minLength: got 0, want 1"}},
+		{"misspelled credentials field", "credentials: {type: token, token: {tokne: x}}\n", []string{"additional properties 'tokne' not allowed"}},
+		{"mirrorAllTypes not a boolean", "rbac: {mirrorAllTypes: \"yes\"}\n", []string{"at '/rbac/mirrorAllTypes': got string, want boolean"}},
+		{"mirrored resource without resources", "rbac: {mirroredResources: [{apiGroups: [apps]}]}\n", []string{"missing property 'resources'"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"template", "gr", chartDir()}, valuesFile(t, tc.values)...)
+			out, err := helm(t, args...)
+			require.Error(t, err, "helm template accepted %q:\n%s", tc.values, out)
+			require.Contains(t, out, "values don't meet the specifications of the schema")
+			for _, w := range tc.want {
+				require.Contains(t, out, w)
+			}
+		})
+	}
+}
+
+// ctx is a bounded context for API calls in a test.
+func ctx(t *testing.T) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}

@@ -1,0 +1,201 @@
+package chart
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/operator"
+)
+
+func init() {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
+}
+
+// startOperator runs the operator in process as the chart's ServiceAccount
+// (impersonated), with the flags the chart's Deployment passes, until the
+// returned stop is called.
+func startOperator(t *testing.T, namespace, serviceAccount string) (stop func() error) {
+	t.Helper()
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(c, operator.Options{
+			Config:             env.kube.ConfigAsServiceAccount(namespace, serviceAccount),
+			MetricsAddr:        "0",
+			ProbeAddr:          "0",
+			LeaderElect:        true, // exercises the chart's Lease Role
+			OperatorNamespace:  namespace,
+			TargetResync:       2 * time.Second,
+			Registry:           prometheus.NewRegistry(),
+			SkipNameValidation: true,
+		})
+	}()
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("the operator did not stop within 30s")
+		}
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		err := env.kube.Client().Create(ctx(t), o)
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err, "creating %T %s", o, o.GetName())
+		}
+	}
+}
+
+func targetConditions(t *testing.T, ns, name string) []metav1.Condition {
+	t.Helper()
+	var gt v1alpha3.GitTarget
+	if err := env.kube.Client().Get(ctx(t), client.ObjectKey{Namespace: ns, Name: name}, &gt); err != nil {
+		return nil
+	}
+	return gt.Status.Conditions
+}
+
+func gitFile(repo, path string) string {
+	out, err := env.git.Git(repo, "show", "main:"+path)
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// TestOperatorRunsWithExactlyTheChartsRBAC installs the chart (with a token
+// credentials Secret the chart creates in the GitProvider's namespace) and
+// runs the operator as the chart's ServiceAccount: first without the
+// ClusterRoleBinding, where nothing may reach Git, then with it, where a
+// ConfigMap is mirrored end to end, and then with a WatchRule naming a type
+// rbac.mirroredResources does not grant, which the GitTarget must report.
+func TestOperatorRunsWithExactlyTheChartsRBAC(t *testing.T) {
+	const (
+		release, opNS, team, repo = "op", "gitops-reverser", "team-a", "team-a"
+		sa                        = "op-gitops-reverser"
+		target                    = "mirror"
+		path                      = "clusters/team-a"
+	)
+	values := fmt.Sprintf("credentials: {type: token, namespace: %s, token: {username: %s, token: %s}}\n", team, gitUser, gitPassword)
+	objs := render(t, release, opNS, values)
+	_, err := env.git.CreateBareRepo(repo)
+	require.NoError(t, err)
+
+	// Everything but the ClusterRoleBinding.
+	ensureNamespace(t, team)
+	install(t, objs, "ClusterRoleBinding")
+	create(t,
+		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
+		&v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "repo"},
+			Spec: v1alpha3.GitProviderSpec{
+				URL:             env.git.HTTPURL(repo),
+				Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGit},
+				SecretRef:       &v1alpha3.LocalObjectReference{Name: "git-credentials"}, // the chart's Secret
+				AllowedBranches: []string{"main"},
+				Push:            v1alpha3.PushSpec{CommitWindow: &metav1.Duration{Duration: 300 * time.Millisecond}},
+			}},
+		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: target},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: path}},
+		&v1alpha3.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "rule"},
+			Spec: v1alpha3.WatchRuleSpec{TargetRef: v1alpha3.TargetReference{Name: target},
+				Rules: []v1alpha3.NamespacedResourceRule{{ResourceSelector: v1alpha3.ResourceSelector{Resources: []string{"configmaps"}}}}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "app"}, Data: map[string]string{"LOG_LEVEL": "info"}},
+	)
+
+	t.Run("without the ClusterRoleBinding nothing reaches Git", func(t *testing.T) {
+		asSA, err := env.kube.ClientAs("system:serviceaccount:"+opNS+":"+sa, "system:serviceaccounts", "system:serviceaccounts:"+opNS)
+		require.NoError(t, err)
+		err = asSA.List(ctx(t), &v1alpha3.GitTargetList{})
+		require.True(t, apierrors.IsForbidden(err), "listing GitTargets as the ServiceAccount without the binding: %v", err)
+
+		stop := startOperator(t, opNS, sa)
+		time.Sleep(8 * time.Second)
+		ready := meta.FindStatusCondition(targetConditions(t, team, target), v1alpha3.ConditionReady)
+		require.True(t, ready == nil || ready.Status != metav1.ConditionTrue, "GitTarget Ready without the binding: %+v", ready)
+		_, err = env.git.Git(repo, "rev-parse", "--verify", "main")
+		require.Error(t, err, "no commit may reach the remote without the binding")
+		// The operator is still waiting for its caches (forbidden); stopping
+		// it ends that wait, so its error is not asserted.
+		_ = stop()
+	})
+
+	t.Run("with the chart's RBAC a ConfigMap is mirrored", func(t *testing.T) {
+		install(t, byKind(objs, "ClusterRoleBinding"))
+		stop := startOperator(t, opNS, sa)
+		require.Eventually(t, func() bool {
+			c := meta.FindStatusCondition(targetConditions(t, team, target), v1alpha3.ConditionReady)
+			return c != nil && c.Status == metav1.ConditionTrue
+		}, 60*time.Second, 200*time.Millisecond, "GitTarget Ready as the chart's ServiceAccount")
+		file := path + "/" + team + "/configmaps/app.yaml"
+		require.Eventually(t, func() bool { return strings.Contains(gitFile(repo, file), "LOG_LEVEL: info") },
+			30*time.Second, 200*time.Millisecond, "the ConfigMap in Git at %s", file)
+
+		// A type the chart does not grant (rbac.mirroredResources holds only
+		// configmaps): the GitTarget reports the forbidden error.
+		var rule v1alpha3.WatchRule
+		require.NoError(t, env.kube.Client().Get(ctx(t), client.ObjectKey{Namespace: team, Name: "rule"}, &rule))
+		rule.Spec.Rules[0].ResourceSelector.Resources = []string{"configmaps", "services"}
+		require.NoError(t, env.kube.Client().Update(ctx(t), &rule))
+		var seen string
+		require.Eventually(t, func() bool {
+			for _, c := range targetConditions(t, team, target) {
+				msg := strings.ToLower(c.Message)
+				if strings.Contains(msg, "forbidden") ||
+					(c.Type == v1alpha3.ConditionStreamsRunning && c.Status != metav1.ConditionTrue && strings.Contains(msg, "reconnecting")) {
+					seen = fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+					return true
+				}
+			}
+			return false
+		}, 30*time.Second, 200*time.Millisecond, "a GitTarget condition reporting the ungranted services stream: %+v\nWatchRule status: %+v",
+			targetConditions(t, team, target), ruleStatus(t, team, "rule"))
+		ready := meta.FindStatusCondition(targetConditions(t, team, target), v1alpha3.ConditionReady)
+		require.NotEqual(t, metav1.ConditionTrue, ready.Status, "Ready while a stream is forbidden")
+		t.Log("condition:", seen)
+		require.NoError(t, stop())
+	})
+}
+
+// zapLevel keeps the operator's log quiet unless CHART_TEST_LOG=debug.
+func zapLevel() zapcore.Level {
+	if os.Getenv("CHART_TEST_LOG") == "debug" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}
+
+func ruleStatus(t *testing.T, ns, name string) v1alpha3.RuleStatus {
+	t.Helper()
+	var r v1alpha3.WatchRule
+	_ = env.kube.Client().Get(ctx(t), client.ObjectKey{Namespace: ns, Name: name}, &r)
+	return r.Status
+}
