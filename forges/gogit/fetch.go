@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
+	"syscall"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -113,7 +115,19 @@ func (c *Client) fetchByID(ctx context.Context, want plumbing.Hash) error {
 		return forges.Errorf(forges.KindNotFound, "fetch commit "+want.String(),
 			fmt.Errorf("no remote ref points at it and the server does not serve commits by id: %w", err))
 	}
+	if hungUp(err) {
+		// upload-pack answers a want it does not have ("not our ref") by
+		// exiting; a client still writing its request then sees the pipe
+		// close instead of that message.
+		return forges.Errorf(forges.KindNotFound, "fetch commit "+want.String(),
+			fmt.Errorf("the server hung up when asked for it, as it does for a commit it does not have: %w", err))
+	}
 	return err
+}
+
+func hungUp(err error) bool {
+	return err != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "broken pipe"))
 }
 
 // fetchInto runs one depth-1 fetch of spec, whose destination is local,
