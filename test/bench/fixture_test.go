@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	ghsim "github.com/configbutler/gitops-reverser/test/sim/github"
 )
 
 // fleetLabel marks the source namespaces of one scenario; the scenario's
@@ -25,11 +26,17 @@ const fleetLabel = "bench.configbutler.ai/fleet"
 type mirror struct {
 	name   string
 	target string
+	repo   *forgeRepo
 	remote remote
 }
 
 // mirrorOptions shape a scenario's mirror.
 type mirrorOptions struct {
+	// forge is where the repository lives and what the operator commits
+	// through; empty is forgeGit.
+	forge forgeKind
+	// simOptions configure the GitHub simulator (forgeGitHub only).
+	simOptions []ghsim.Option
 	// commitWindow is spec.push.commitWindow; zero keeps the CRD default.
 	commitWindow time.Duration
 	// fleet, when set, makes the rule follow every namespace labeled
@@ -41,14 +48,19 @@ type mirrorOptions struct {
 // newMirror creates the repository and the custom resources of a mirror.
 // The operator is not running yet: it finds them when it starts.
 func newMirror(ctx context.Context, e *benchEnv, name string, opts mirrorOptions) (*mirror, error) {
-	if _, err := e.git.CreateBareRepo(name); err != nil {
+	if opts.forge == "" {
+		opts.forge = forgeGit
+	}
+	path := "clusters/" + name
+	repo, err := newForgeRepo(e, opts.forge, name, path, opts.simOptions...)
+	if err != nil {
 		return nil, err
 	}
-	m := &mirror{name: name, target: "mirror", remote: remote{gitDir: e.git.RepoPath(name), path: "clusters/" + name}}
+	m := &mirror{name: name, target: "mirror", repo: repo, remote: repo.remote}
 	provider := &v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "repo"},
 		Spec: v1alpha3.GitProviderSpec{
-			URL:             e.git.HTTPURL(name),
-			Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGit},
+			URL:             repo.url,
+			Forge:           &repo.forge,
 			SecretRef:       &v1alpha3.LocalObjectReference{Name: "git-credentials"},
 			AllowedBranches: []string{"main"},
 		}}
@@ -56,7 +68,7 @@ func newMirror(ctx context.Context, e *benchEnv, name string, opts mirrorOptions
 		provider.Spec.Push.CommitWindow = &metav1.Duration{Duration: opts.commitWindow}
 	}
 	target := &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: m.target},
-		Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: m.remote.path}}
+		Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: path}}
 	rule := v1alpha3.NamespacedResourceRule{ResourceSelector: v1alpha3.ResourceSelector{
 		APIGroups: []string{""}, Resources: []string{"configmaps"}}}
 	if opts.fleet != "" {
@@ -66,8 +78,7 @@ func newMirror(ctx context.Context, e *benchEnv, name string, opts mirrorOptions
 	}
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "git-credentials"},
-			StringData: map[string]string{"username": gitUser, "password": gitPassword}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "git-credentials"}, StringData: repo.secret},
 		provider,
 		target,
 		&v1alpha3.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "configmaps"},
@@ -76,6 +87,7 @@ func newMirror(ctx context.Context, e *benchEnv, name string, opts mirrorOptions
 	}
 	for _, obj := range objects {
 		if err := e.client().Create(ctx, obj); err != nil {
+			repo.close()
 			return nil, fmt.Errorf("creating %T %s for mirror %s: %w", obj, obj.GetName(), name, err)
 		}
 	}
@@ -86,8 +98,10 @@ func newMirror(ctx context.Context, e *benchEnv, name string, opts mirrorOptions
 // so operator runs of later scenarios neither mirror nor cache them (the
 // operator caches the metadata of every ConfigMap in the cluster, so a
 // leftover fleet would inflate a later scenario's memory). Namespaces stay:
-// without kube-controller-manager nothing would finish deleting them.
+// without kube-controller-manager nothing would finish deleting them. The
+// repository's GitHub simulator, if any, stops.
 func (m *mirror) retire(ctx context.Context, e *benchEnv, namespaces ...string) error {
+	defer m.repo.close()
 	target := &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: m.name, Name: m.target}}
 	if err := e.client().Delete(ctx, target); err != nil {
 		return fmt.Errorf("deleting GitTarget %s/%s: %w", m.name, m.target, err)

@@ -126,7 +126,7 @@ func startOnFleet(b *testing.B, e *benchEnv, m *mirror, f fleet, runName string)
 	b.Helper()
 	op, err := startOperator(e, runName)
 	require.NoError(b, err)
-	seen, err := m.remote.pollHeads(context.Background(), op, 150*time.Millisecond, 5*time.Minute, holdsFleet(m, f, f.size()))
+	seen, err := pollHeads(context.Background(), m.remote, op, 150*time.Millisecond, 5*time.Minute, holdsFleet(m, f, f.size()))
 	if err != nil {
 		stopOperator(b, op)
 		require.NoError(b, err, "waiting for all %d ConfigMaps in Git", f.size())

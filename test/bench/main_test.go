@@ -33,7 +33,8 @@ const (
 )
 
 // benchEnv is shared by every benchmark of the package: one control plane,
-// one Git server and one operator binary. Each scenario uses its own
+// one Git server, one Gitea (when a scenario needs it) and one operator
+// binary. Each scenario uses its own
 // namespaces and repository.
 type benchEnv struct {
 	dir        string
@@ -44,6 +45,8 @@ type benchEnv struct {
 	// profiling build.
 	operatorBinary string
 	profileDir     string
+	// gitea starts with the first scenario that commits through it.
+	gitea lazyGitea
 }
 
 var (
@@ -135,7 +138,7 @@ func (e *benchEnv) warmUp() error {
 	if err != nil {
 		return err
 	}
-	_, err = m.remote.pollHeads(ctx, op, 100*time.Millisecond, 2*time.Minute, fileContains(m, m.name+"/configmaps/probe.yaml", "warm"))
+	_, err = pollHeads(ctx, m.remote, op, 100*time.Millisecond, 2*time.Minute, fileContains(m, m.name+"/configmaps/probe.yaml", "warm"))
 	if _, stopErr := op.stop(); err == nil {
 		err = stopErr
 	}
@@ -148,6 +151,7 @@ func (e *benchEnv) warmUp() error {
 func (e *benchEnv) client() client.Client { return e.kube.Client() }
 
 func (e *benchEnv) stop() {
+	e.gitea.g.stop()
 	e.kube.Stop()
 	e.git.Stop()
 	if os.Getenv(keepEnv) == "" {

@@ -12,10 +12,28 @@ import (
 	"time"
 )
 
-// remote reads what the operator pushed, straight from the bare repository
-// on disk with the git command line: the ground truth, independent of the
-// operator's own idea of its commits.
-type remote struct {
+// remote reads what the operator pushed, from outside the operator: the
+// ground truth, independent of the operator's own idea of its commits. head
+// names the commit main points at ("" while main does not exist); the
+// other queries take such a head and paths relative to the GitTarget's
+// spec.path.
+type remote interface {
+	head(ctx context.Context) (string, error)
+	// files lists the paths under the target's path at head.
+	files(ctx context.Context, head string) ([]string, error)
+	// filesContaining counts the files under the target's path at head that
+	// contain text.
+	filesContaining(ctx context.Context, head, text string) (int, error)
+	// show reads one file at head.
+	show(ctx context.Context, head, file string) (string, error)
+	// commitCount counts the commits on main; 0 while it does not exist.
+	commitCount(ctx context.Context) (int, error)
+}
+
+// bareRemote reads a bare repository on disk with the git command line: the
+// git server's repositories, and Gitea's, which keeps them as bare
+// repositories under its data directory.
+type bareRemote struct {
 	gitDir string
 	// path is the GitTarget's spec.path; file queries stay under it.
 	path string
@@ -25,7 +43,7 @@ const branchRef = "refs/heads/main"
 
 // git runs git against the bare repository. okCodes are exit codes that are
 // answers rather than failures (git grep exits 1 when nothing matches).
-func (r remote) git(ctx context.Context, okCodes []int, args ...string) (string, int, error) {
+func (r bareRemote) git(ctx context.Context, okCodes []int, args ...string) (string, int, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir=" + r.gitDir}, args...)...)
 	// Only PATH: no user or system config changes what git reports.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent", "LC_ALL=C"}
@@ -47,7 +65,7 @@ func (r remote) git(ctx context.Context, okCodes []int, args ...string) (string,
 }
 
 // head is the commit main points at; "" while the branch does not exist.
-func (r remote) head(ctx context.Context) (string, error) {
+func (r bareRemote) head(ctx context.Context) (string, error) {
 	out, code, err := r.git(ctx, []int{1}, "rev-parse", "--verify", "--quiet", branchRef)
 	if err != nil || code == 1 {
 		return "", err
@@ -56,7 +74,7 @@ func (r remote) head(ctx context.Context) (string, error) {
 }
 
 // files lists the paths under the target's path at commit, relative to it.
-func (r remote) files(ctx context.Context, commit string) ([]string, error) {
+func (r bareRemote) files(ctx context.Context, commit string) ([]string, error) {
 	out, _, err := r.git(ctx, nil, "ls-tree", "-r", "--name-only", commit, "--", r.path)
 	if err != nil {
 		return nil, err
@@ -70,7 +88,7 @@ func (r remote) files(ctx context.Context, commit string) ([]string, error) {
 
 // filesContaining counts the files under the target's path at commit that
 // contain text.
-func (r remote) filesContaining(ctx context.Context, commit, text string) (int, error) {
+func (r bareRemote) filesContaining(ctx context.Context, commit, text string) (int, error) {
 	out, code, err := r.git(ctx, []int{1}, "grep", "--count", "--fixed-strings", text, commit, "--", r.path)
 	if err != nil || code == 1 {
 		return 0, err
@@ -79,13 +97,13 @@ func (r remote) filesContaining(ctx context.Context, commit, text string) (int, 
 }
 
 // show reads one file (relative to the target's path) at commit.
-func (r remote) show(ctx context.Context, commit, file string) (string, error) {
+func (r bareRemote) show(ctx context.Context, commit, file string) (string, error) {
 	out, _, err := r.git(ctx, nil, "show", commit+":"+r.path+"/"+file)
 	return out, err
 }
 
 // commitCount counts the commits on main; 0 while it does not exist.
-func (r remote) commitCount(ctx context.Context) (int, error) {
+func (r bareRemote) commitCount(ctx context.Context) (int, error) {
 	head, err := r.head(ctx)
 	if err != nil || head == "" {
 		return 0, err
@@ -104,7 +122,7 @@ func (r remote) commitCount(ctx context.Context) (int, error) {
 // pollHeads calls check with every new head of main, polling every interval,
 // until check says done; it returns when that head was seen. It fails when
 // timeout passes or the operator exits.
-func (r remote) pollHeads(ctx context.Context, op *operatorRun, interval, timeout time.Duration,
+func pollHeads(ctx context.Context, r remote, op *operatorRun, interval, timeout time.Duration,
 	check func(ctx context.Context, head string) (bool, error)) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	last := ""

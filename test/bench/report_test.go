@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,9 +24,9 @@ const (
 
 // figure is one measured number and, when it has one, its target.
 type figure struct {
-	scenario, what string
-	value          float64
-	unit           string
+	scenario, forge, what string
+	value                 float64
+	unit                  string
 	// limit is the target's upper bound; hasLimit false means "for
 	// information".
 	limit    float64
@@ -59,20 +60,23 @@ var (
 type reporter struct {
 	b        *testing.B
 	scenario string
+	forge    forgeKind
 }
 
-func newReporter(b *testing.B, scenario string) reporter { return reporter{b: b, scenario: scenario} }
+func newReporter(b *testing.B, scenario string, fk forgeKind) reporter {
+	return reporter{b: b, scenario: scenario, forge: fk}
+}
 
 // info records a figure without a target.
 func (r reporter) info(what string, value float64, unit string) {
 	r.b.Helper()
-	r.record(figure{scenario: r.scenario, what: what, value: value, unit: unit})
+	r.record(figure{scenario: r.scenario, forge: string(r.forge), what: what, value: value, unit: unit})
 }
 
 // atMost records a figure whose target is an upper bound.
 func (r reporter) atMost(what string, value float64, unit string, limit float64) {
 	r.b.Helper()
-	r.record(figure{scenario: r.scenario, what: what, value: value, unit: unit, limit: limit, hasLimit: true})
+	r.record(figure{scenario: r.scenario, forge: string(r.forge), what: what, value: value, unit: unit, limit: limit, hasLimit: true})
 }
 
 func (r reporter) record(f figure) {
@@ -84,7 +88,7 @@ func (r reporter) record(f figure) {
 		unit = f.unit + "/" + unit
 	}
 	r.b.ReportMetric(f.value, unit)
-	r.b.Logf("%-34s %10s %-4s target %-12s %s", f.what, formatValue(f.value), f.unit, f.target(), f.verdict())
+	r.b.Logf("%-44s %10s %-4s target %-12s %s", f.what, formatValue(f.value), f.unit, f.target(), f.verdict())
 	figuresMu.Lock()
 	figures = append(figures, f)
 	figuresMu.Unlock()
@@ -105,7 +109,7 @@ func metricName(what string) string {
 		switch {
 		case c == ' ' || c == '/':
 			out = append(out, '-')
-		case c == '(' || c == ')' || c == ',':
+		case c == '(' || c == ')' || c == ',' || c == ':':
 		default:
 			out = append(out, c)
 		}
@@ -134,14 +138,50 @@ func printSummary(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "\n== gitops-reverser benchmark summary (%s) ==\n", time.Now().Format(time.RFC3339))
-	fmt.Fprintf(w, "%-26s %-34s %10s %-4s %-14s %s\n", "scenario", "figure", "value", "", "target", "")
+	fmt.Fprintf(w, "%-26s %-7s %-44s %10s %-4s %-14s %s\n", "scenario", "forge", "figure", "value", "", "target", "")
 	for _, f := range figures {
-		fmt.Fprintf(w, "%-26s %-34s %10s %-4s %-14s %s\n", f.scenario, f.what, formatValue(f.value), f.unit, f.target(), f.verdict())
+		fmt.Fprintf(w, "%-26s %-7s %-44s %10s %-4s %-14s %s\n", f.scenario, f.forge, f.what, formatValue(f.value), f.unit, f.target(), f.verdict())
+	}
+	printForgeMatrix(w)
+}
+
+// printForgeMatrix prints every figure once, with one column per forge,
+// in the order the figures first appeared; a missed target is marked "!".
+func printForgeMatrix(w io.Writer) {
+	type row struct{ scenario, what, unit string }
+	var rows []row
+	cells := map[row]map[string]string{}
+	for _, f := range figures {
+		key := row{f.scenario, f.what, f.unit}
+		if cells[key] == nil {
+			cells[key] = map[string]string{}
+			rows = append(rows, key)
+		}
+		mark := ""
+		if f.verdict() == "MISSED" {
+			mark = "!"
+		}
+		cells[key][f.forge] = formatValue(f.value) + mark
+	}
+	fmt.Fprintf(w, "\n== by forge (! = target missed) ==\n%-26s %-50s", "scenario", "figure")
+	for _, fk := range allForges {
+		fmt.Fprintf(w, " %10s", fk)
+	}
+	fmt.Fprintln(w)
+	for _, key := range rows {
+		fmt.Fprintf(w, "%-26s %-50s", key.scenario, strings.TrimSpace(key.what+" "+key.unit))
+		for _, fk := range allForges {
+			fmt.Fprintf(w, " %10s", cells[key][string(fk)])
+		}
+		fmt.Fprintln(w)
 	}
 }
 
 // seconds converts a duration for reporting.
 func seconds(d time.Duration) float64 { return d.Seconds() }
+
+// milliseconds converts a duration for reporting, fractions kept.
+func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // percentile is the nearest-rank percentile p (0..100) of samples.
 func percentile(samples []time.Duration, p float64) time.Duration {

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/configbutler/gitops-reverser/forges"
-	"github.com/configbutler/gitops-reverser/forges/gogit"
 )
 
 const (
@@ -20,28 +19,32 @@ const (
 	// latencyPoll is how often the remote is checked for the edit; it bounds
 	// the measurement's resolution.
 	latencyPoll = 20 * time.Millisecond
+	// editTimeout bounds the wait for one edit in Git: above a minute, so
+	// an edit held back by GitHub's secondary rate limit (a Retry-After of
+	// up to a minute) is measured rather than failed.
+	editTimeout = 2 * time.Minute
 )
 
 // BenchmarkEditToCommitBackToBack is scenario B, back to back: an edit,
 // wait until its commit is on the remote, the next edit at once.
 func BenchmarkEditToCommitBackToBack(b *testing.B) {
-	measureEditToCommit(b, "B back-to-back", 30, 0)
+	forEachForge(b, func(b *testing.B, fk forgeKind) { measureEditToCommit(b, fk, "B back-to-back", 30, 0) })
 }
 
 // BenchmarkEditToCommitSpaced is scenario B, spaced: one edit every 2 s.
 func BenchmarkEditToCommitSpaced(b *testing.B) {
-	measureEditToCommit(b, "B spaced 2s", 15, 2*time.Second)
+	forEachForge(b, func(b *testing.B, fk forgeKind) { measureEditToCommit(b, fk, "B spaced 2s", 15, 2*time.Second) })
 }
 
 // measureEditToCommit times samples edits of one ConfigMap, from just
 // before the API write to the poller seeing the new value on the remote,
 // with a 100ms commit window. spacing > 0 starts edits that far apart.
-func measureEditToCommit(b *testing.B, scenario string, samples int, spacing time.Duration) {
+func measureEditToCommit(b *testing.B, fk forgeKind, scenario string, samples int, spacing time.Duration) {
 	e := sharedEnv(b)
 	ctx := context.Background()
-	r := newReporter(b, scenario)
+	r := newReporter(b, scenario, fk)
 	name := uniqueName("latency")
-	m, err := newMirror(ctx, e, name, mirrorOptions{commitWindow: latencyCommitWindow})
+	m, err := newMirror(ctx, e, name, mirrorOptions{forge: fk, commitWindow: latencyCommitWindow})
 	require.NoError(b, err)
 	b.Cleanup(func() { require.NoError(b, m.retire(ctx, e)) })
 	probe := client.ObjectKey{Namespace: name, Name: "probe"}
@@ -52,14 +55,14 @@ func measureEditToCommit(b *testing.B, scenario string, samples int, spacing tim
 	op, err := startOperator(e, name)
 	require.NoError(b, err)
 	defer stopOperator(b, op)
-	_, err = m.remote.pollHeads(ctx, op, 100*time.Millisecond, time.Minute, fileContains(m, file, "initial"))
+	_, err = pollHeads(ctx, m.remote, op, 100*time.Millisecond, time.Minute, fileContains(m, file, "initial"))
 	require.NoError(b, err, "waiting for the probe ConfigMap in Git")
 	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
-	before, err := op.scrape(ctx)
-	require.NoError(b, err)
 	commitsBefore, err := m.remote.commitCount(ctx)
 	require.NoError(b, err)
-	oneCommit, err := measureRemoteCommit(ctx, e, 15)
+	before, err := markRequests(ctx, e, op, m, requestMark{}, commitsBefore)
+	require.NoError(b, err)
+	oneCommit, err := measureRemoteCommit(ctx, r, e, fk, 15)
 	require.NoError(b, err)
 
 	latencies := make([]time.Duration, 0, samples)
@@ -69,19 +72,24 @@ func measureEditToCommit(b *testing.B, scenario string, samples int, spacing tim
 		value := fmt.Sprintf("edit-%d-of-%s", i, name)
 		start := time.Now()
 		require.NoError(b, patchValue(ctx, e.client(), probe, value))
-		seen, err := m.remote.pollHeads(ctx, op, latencyPoll, 30*time.Second, fileContains(m, file, value))
+		seen, err := pollHeads(ctx, m.remote, op, latencyPoll, editTimeout, fileContains(m, file, value))
 		require.NoError(b, err, "waiting for edit %d in Git", i)
 		latencies = append(latencies, seen.Sub(start))
 		next = start.Add(spacing)
 	}
 	u, err := op.usage()
 	require.NoError(b, err)
-	after, err := op.scrape(ctx)
-	require.NoError(b, err)
 	commitsAfter, err := m.remote.commitCount(ctx)
 	require.NoError(b, err)
-	reportLatency(r, latencies, oneCommit, commitStats(before, after))
+	after, err := markRequests(ctx, e, op, m, before, commitsAfter-commitsBefore)
+	require.NoError(b, err)
+	reportLatency(r, latencies, oneCommit, commitStats(before.metrics, after.metrics))
 	r.info("commits per edit", float64(commitsAfter-commitsBefore)/float64(samples), "")
+	perCommitTarget := 0.0
+	if fk == forgeGitHub {
+		perCommitTarget = githubCommitRequests
+	}
+	reportRequests(r, m, "1-file commits: ", before, after, commitsAfter-commitsBefore, perCommitTarget)
 	r.usage(u)
 }
 
@@ -118,35 +126,38 @@ func reportLatency(r reporter, latencies []time.Duration, oneCommit time.Duratio
 	r.atMost("p50 API write to remote", float64(p50.Milliseconds()), "ms", float64(target.Milliseconds()))
 	r.info("p90 API write to remote", float64(p90.Milliseconds()), "ms")
 	r.info("max API write to remote", float64(percentile(latencies, 100).Milliseconds()), "ms")
-	r.info("one remote commit (probe p50)", float64(oneCommit.Milliseconds()), "ms")
-	r.info("operator's commit time (mean)", float64(stats.meanCommit.Milliseconds()), "ms")
+	r.info("one remote commit (probe p50)", milliseconds(oneCommit), "ms")
+	r.info("operator's commit time (mean)", milliseconds(stats.meanCommit), "ms")
 	r.info("operator's event to commit (mean)", float64(stats.meanEventToCommit.Milliseconds()), "ms")
 	r.b.Logf("latencies: %v", latencies)
 }
 
 // measureRemoteCommit is the p50 of commits of one small file made through
-// the go-git forge to the Git server the operator pushes to: "one remote
-// commit" on this machine, measured apart from the operator.
-func measureRemoteCommit(ctx context.Context, e *benchEnv, commits int) (time.Duration, error) {
-	name := uniqueName("commit-probe")
-	head, err := e.git.CreateRepoWithCommit(name, map[string]string{"README.md": "commit probe\n"})
+// the scenario's forge to a repository of its own on the same server (for
+// GitHub a simulator of its own): "one remote commit" on this machine,
+// measured apart from the operator. For the API forges it also records the
+// median time of each request of a commit, and for Gitea the CPU its web
+// process and its children (git and the hooks) spend on one.
+func measureRemoteCommit(ctx context.Context, r reporter, e *benchEnv, fk forgeKind, commits int) (time.Duration, error) {
+	timed := newTimedTransport()
+	p, err := newProbeForge(ctx, e, fk, uniqueName("commit-probe"), timed)
 	if err != nil {
 		return 0, err
 	}
-	forge, err := gogit.New(gogit.Options{URL: e.git.HTTPURL(name), Auth: gogit.BasicAuth{Username: gitUser, Password: gitPassword}})
-	if err != nil {
-		return 0, fmt.Errorf("opening the commit probe's forge: %w", err)
-	}
+	defer p.close()
 	// The first read fetches the snapshot, as a branch worker's does; the
 	// commits after it build on their own predecessor, as the worker's do.
-	if _, err := forge.Tree(ctx, head, ""); err != nil {
+	if _, err := p.forge.Tree(ctx, p.head, ""); err != nil {
 		return 0, fmt.Errorf("reading the commit probe's repository: %w", err)
 	}
+	timed.reset()
+	cpuBefore, cpuErr := giteaCPUIf(e, fk)
 	author := forges.Signature{Name: "Benchmark", Email: "bench@example.invalid"}
 	durations := make([]time.Duration, 0, commits)
+	head := p.head
 	for i := range commits {
 		start := time.Now()
-		res, err := forge.Commit(ctx, forges.CommitRequest{
+		res, err := p.forge.Commit(ctx, forges.CommitRequest{
 			Branch: "main", ExpectedHead: head, Message: fmt.Sprintf("probe %d", i), Author: author, Committer: author,
 			Changes: []forges.FileChange{{Path: "clusters/probe/configmaps/probe.yaml",
 				Content: fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\ndata:\n  key-0: edit-%d\n", i)}},
@@ -157,5 +168,24 @@ func measureRemoteCommit(ctx context.Context, e *benchEnv, commits int) (time.Du
 		durations = append(durations, time.Since(start))
 		head = res.Commit
 	}
+	for op, took := range timed.medians() {
+		r.info("probe "+op+" (p50)", milliseconds(took), "ms")
+	}
+	if cpuAfter, err := giteaCPUIf(e, fk); err == nil && cpuErr == nil && fk == forgeGitea {
+		r.info("probe gitea CPU per commit, web process", float64((cpuAfter.own-cpuBefore.own).Milliseconds())/float64(commits), "ms")
+		r.info("probe gitea CPU per commit, git and hooks", float64((cpuAfter.children-cpuBefore.children).Milliseconds())/float64(commits), "ms")
+	}
 	return percentile(durations, 50), nil
+}
+
+// giteaCPUIf reads Gitea's CPU times when the scenario commits to Gitea.
+func giteaCPUIf(e *benchEnv, fk forgeKind) (giteaCPU, error) {
+	if fk != forgeGitea {
+		return giteaCPU{}, nil
+	}
+	g, err := e.giteaServer()
+	if err != nil {
+		return giteaCPU{}, err
+	}
+	return g.cpu()
 }

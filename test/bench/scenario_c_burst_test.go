@@ -14,19 +14,23 @@ import (
 // server takes it; the figure is the time from the first update to the
 // remote holding all 2,000 new values. Nothing may be dropped (the branch
 // worker's queue blocks the watch instead) and no watch may reconnect.
-func BenchmarkBurstUpdate(b *testing.B) {
+// After it, one more update measures a 1-file commit in the 2,000-file
+// repository. One sub-benchmark per forge.
+func BenchmarkBurstUpdate(b *testing.B) { forEachForge(b, burstUpdate) }
+
+func burstUpdate(b *testing.B, fk forgeKind) {
 	e := sharedEnv(b)
 	ctx := context.Background()
-	r := newReporter(b, "C burst of 2,000 updates")
-	m, f := newFleetMirror(b, e, "burst", mirrorOptions{})
+	r := newReporter(b, "C burst of 2,000 updates", fk)
+	m, f := newFleetMirror(b, e, "burst", mirrorOptions{forge: fk})
 	op, _ := startOnFleet(b, e, m, f, m.name)
 	defer stopOperator(b, op)
 	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
-	before, err := op.scrape(ctx)
+	commitsBefore, err := m.remote.commitCount(ctx)
+	require.NoError(b, err)
+	before, err := markRequests(ctx, e, op, m, requestMark{}, commitsBefore)
 	require.NoError(b, err)
 	cpuBefore, err := op.usage()
-	require.NoError(b, err)
-	commitsBefore, err := m.remote.commitCount(ctx)
 	require.NoError(b, err)
 
 	marker := "burst-marker-" + m.name
@@ -36,7 +40,7 @@ func BenchmarkBurstUpdate(b *testing.B) {
 	}))
 	writes := time.Since(start)
 	landed := 0
-	seen, waitErr := m.remote.pollHeads(ctx, op, 200*time.Millisecond, 3*time.Minute,
+	seen, waitErr := pollHeads(ctx, m.remote, op, 200*time.Millisecond, 3*time.Minute,
 		func(ctx context.Context, head string) (bool, error) {
 			n, err := m.remote.filesContaining(ctx, head, marker)
 			landed = n
@@ -44,9 +48,9 @@ func BenchmarkBurstUpdate(b *testing.B) {
 		})
 	u, err := op.usage()
 	require.NoError(b, err)
-	after, err := op.scrape(ctx)
-	require.NoError(b, err)
 	commitsAfter, err := m.remote.commitCount(ctx)
+	require.NoError(b, err)
+	after, err := markRequests(ctx, e, op, m, before, commitsAfter-commitsBefore)
 	require.NoError(b, err)
 
 	if waitErr == nil {
@@ -58,6 +62,17 @@ func BenchmarkBurstUpdate(b *testing.B) {
 		b.Errorf("not every update reached Git: %v", waitErr)
 	}
 	r.info("API writes took", seconds(writes), "s")
+	reportBurstStream(r, f, landed, before.metrics, after.metrics)
+	r.info("commits", float64(commitsAfter-commitsBefore), "")
+	reportRequests(r, m, "2,000-file commit: ", before, after, commitsAfter-commitsBefore, githubTarget(fk))
+	r.info("operator CPU during the burst", u.CPUSeconds-cpuBefore.CPUSeconds, "s")
+	r.usage(u)
+	singleEditInFleet(b, r, e, op, m, f, after)
+}
+
+// reportBurstStream records what the watch delivered and what was lost.
+func reportBurstStream(r reporter, f fleet, landed int, before, after metricSamples) {
+	r.b.Helper()
 	r.atMost("updates not in Git (dropped)", float64(f.size()-landed), "", 0)
 	r.info("MODIFIED watch events", after.sum("gitopsreverser_watch_events_total", `type="MODIFIED"`)-
 		before.sum("gitopsreverser_watch_events_total", `type="MODIFIED"`), "")
@@ -65,7 +80,33 @@ func BenchmarkBurstUpdate(b *testing.B) {
 	// that never counted is absent and sums to zero.
 	r.atMost("watch reconnects", after.sum("gitopsreverser_watch_reconnects_total"), "", 0)
 	r.atMost("watch 410 Gone", after.sum("gitopsreverser_watch_gone_total"), "", 0)
-	r.info("commits", float64(commitsAfter-commitsBefore), "")
-	r.info("operator CPU during the burst", u.CPUSeconds-cpuBefore.CPUSeconds, "s")
-	r.usage(u)
+}
+
+// singleEditInFleet updates one ConfigMap of the mirrored fleet and counts
+// the requests of its commit: a 1-file commit in a 2,000-file repository.
+func singleEditInFleet(b *testing.B, r reporter, e *benchEnv, op *operatorRun, m *mirror, f fleet, before requestMark) {
+	ctx := context.Background()
+	commitsBefore, err := m.remote.commitCount(ctx)
+	require.NoError(b, err)
+	value := "single-edit-" + m.name
+	start := time.Now()
+	require.NoError(b, f.setValue(ctx, e.client(), 7, value))
+	seen, err := pollHeads(ctx, m.remote, op, 100*time.Millisecond, 2*time.Minute,
+		fileContains(m, f.namespace(7)+"/configmaps/"+f.configMapName(7)+".yaml", value))
+	require.NoError(b, err, "waiting for the single edit in Git")
+	commitsAfter, err := m.remote.commitCount(ctx)
+	require.NoError(b, err)
+	after, err := markRequests(ctx, e, op, m, before, commitsAfter-commitsBefore)
+	require.NoError(b, err)
+	r.info("single edit to Git (default window)", seconds(seen.Sub(start)), "s")
+	reportRequests(r, m, "1-file commit in 2,000: ", before, after, commitsAfter-commitsBefore, githubTarget(m.repo.kind))
+}
+
+// githubTarget is the requests-per-commit target: 3 on GitHub for a commit
+// on the operator's own last commit; none elsewhere.
+func githubTarget(fk forgeKind) float64 {
+	if fk == forgeGitHub {
+		return githubCommitRequests
+	}
+	return 0
 }

@@ -13,7 +13,9 @@ const (
 	offlineDeletes = 50
 	offlineEdits   = 50
 	// quietPeriod is how long a restarted operator that is Ready must stay
-	// without committing for "nothing changed" to count as no commit.
+	// without committing, and without any forge request, for "nothing
+	// changed" to count as no commit: Ready comes before an API forge's
+	// worker has read the mirrored files back.
 	quietPeriod = 3 * time.Second
 )
 
@@ -21,11 +23,13 @@ const (
 // operator stops, 50 are deleted and 50 edited, and the operator starts
 // again. Figures: the time from the start to the remote matching the
 // cluster, and the commits that took (one). Then a restart with nothing
-// changed must make no commit.
-func BenchmarkRestart(b *testing.B) {
+// changed must make no commit. One sub-benchmark per forge.
+func BenchmarkRestart(b *testing.B) { forEachForge(b, restart) }
+
+func restart(b *testing.B, fk forgeKind) {
 	e := sharedEnv(b)
 	ctx := context.Background()
-	m, f := newFleetMirror(b, e, "restart", mirrorOptions{})
+	m, f := newFleetMirror(b, e, "restart", mirrorOptions{forge: fk})
 	first, _ := startOnFleet(b, e, m, f, m.name+"-first")
 	require.NoError(b, waitReady(ctx, e, m, first, time.Minute))
 	stopOperator(b, first)
@@ -38,7 +42,7 @@ func BenchmarkRestart(b *testing.B) {
 // runs, then times a restart until Git matches the cluster.
 func restartAfterOfflineChanges(b *testing.B, e *benchEnv, m *mirror, f fleet) {
 	ctx := context.Background()
-	r := newReporter(b, "D restart, 50+50 offline")
+	r := newReporter(b, "D restart, 50+50 offline", m.repo.kind)
 	commitsBefore, err := m.remote.commitCount(ctx)
 	require.NoError(b, err)
 	// Spread over every namespace: ConfigMap i*stride for the deletes, the
@@ -52,10 +56,12 @@ func restartAfterOfflineChanges(b *testing.B, e *benchEnv, m *mirror, f fleet) {
 		return f.setValue(ctx, e.client(), i*stride+1, fmt.Sprintf("%s-%d", marker, i))
 	}))
 
+	base, err := startMark(e, m)
+	require.NoError(b, err)
 	op, err := startOperator(e, m.name+"-changed")
 	require.NoError(b, err)
 	defer stopOperator(b, op)
-	matched, err := m.remote.pollHeads(ctx, op, 100*time.Millisecond, 2*time.Minute,
+	matched, err := pollHeads(ctx, m.remote, op, 100*time.Millisecond, 2*time.Minute,
 		func(ctx context.Context, head string) (bool, error) {
 			files, err := countFleetFiles(ctx, m, f, head)
 			if err != nil || files != f.size()-offlineDeletes {
@@ -69,11 +75,41 @@ func restartAfterOfflineChanges(b *testing.B, e *benchEnv, m *mirror, f fleet) {
 	require.NoError(b, err)
 	commitsAfter, err := m.remote.commitCount(ctx)
 	require.NoError(b, err)
+	requests, err := markRequests(ctx, e, op, m, base, commitsAfter-commitsBefore)
+	require.NoError(b, err)
 	r.atMost("start to Git matching", seconds(matched.Sub(op.started)), "s", seconds(restartTarget))
 	r.atMost("commits", float64(commitsAfter-commitsBefore), "", 1)
+	// The whole run: reading the head, its tree and every mirrored file,
+	// then the commit on a head this process did not make.
+	reportRequests(r, m, "", base, requests, 0, 0)
 	r.usage(u)
 	// Let the run finish its replay before the next restart.
 	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
+}
+
+// waitQuiet waits until the operator's forge requests and commits have not
+// changed for quiet, and returns when they last changed. The git forge
+// counts no requests: it then waits quiet after its last commit.
+func waitQuiet(ctx context.Context, op *operatorRun, quiet, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	last, lastChange := -1.0, time.Now()
+	for {
+		s, err := op.scrape(ctx)
+		if err != nil {
+			return time.Time{}, err
+		}
+		now := time.Now()
+		if v := s.sum(metricRequests) + s.sum(metricCommits); v != last {
+			last, lastChange = v, now
+		}
+		switch {
+		case now.Sub(lastChange) >= quiet:
+			return lastChange, nil
+		case now.After(deadline):
+			return time.Time{}, fmt.Errorf("the operator kept making requests for %s (log %s)", timeout, op.logPath)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // restartWithNothingChanged restarts the operator on a cluster Git already
@@ -81,21 +117,30 @@ func restartAfterOfflineChanges(b *testing.B, e *benchEnv, m *mirror, f fleet) {
 // must not have moved.
 func restartWithNothingChanged(b *testing.B, e *benchEnv, m *mirror) {
 	ctx := context.Background()
-	r := newReporter(b, "D restart, nothing changed")
+	r := newReporter(b, "D restart, nothing changed", m.repo.kind)
 	require.NoError(b, m.resetStatus(ctx, e))
 	commitsBefore, err := m.remote.commitCount(ctx)
+	require.NoError(b, err)
+	base, err := startMark(e, m)
 	require.NoError(b, err)
 	op, err := startOperator(e, m.name+"-unchanged")
 	require.NoError(b, err)
 	defer stopOperator(b, op)
 	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
 	ready := time.Since(op.started)
-	time.Sleep(quietPeriod)
+	lastRequest, err := waitQuiet(ctx, op, quietPeriod, 2*time.Minute)
+	require.NoError(b, err)
 	u, err := op.usage()
 	require.NoError(b, err)
 	commitsAfter, err := m.remote.commitCount(ctx)
 	require.NoError(b, err)
+	requests, err := markRequests(ctx, e, op, m, base, 0)
+	require.NoError(b, err)
 	r.info("start to Ready", seconds(ready), "s")
+	if m.repo.kind != forgeGit {
+		r.info("start to last forge request", seconds(lastRequest.Sub(op.started)), "s")
+	}
 	r.atMost("commits", float64(commitsAfter-commitsBefore), "", 0)
+	reportRequests(r, m, "", base, requests, 0, 0)
 	r.usage(u)
 }
