@@ -163,13 +163,13 @@ func printForgeMatrix(w io.Writer) {
 		}
 		cells[key][f.forge] = formatValue(f.value) + mark
 	}
-	fmt.Fprintf(w, "\n== by forge (! = target missed) ==\n%-26s %-50s", "scenario", "figure")
+	fmt.Fprintf(w, "\n== by forge (! = target missed) ==\n%-26s %-58s", "scenario", "figure")
 	for _, fk := range allForges {
 		fmt.Fprintf(w, " %10s", fk)
 	}
 	fmt.Fprintln(w)
 	for _, key := range rows {
-		fmt.Fprintf(w, "%-26s %-50s", key.scenario, strings.TrimSpace(key.what+" "+key.unit))
+		fmt.Fprintf(w, "%-26s %-58s", key.scenario, strings.TrimSpace(key.what+" "+key.unit))
 		for _, fk := range allForges {
 			fmt.Fprintf(w, " %10s", cells[key][string(fk)])
 		}
