@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
 
 // push commits pending windows, oldest first, while the push budget allows.
@@ -74,6 +75,9 @@ func (w *Worker) commitWithReplay(ctx context.Context, win *window) (bool, error
 
 // commitOnce plans the window against the current head and commits it.
 func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
+	if !w.state.loaded(win.target) {
+		w.state.expect(w.expectedFiles(win.target))
+	}
 	if err := w.state.ensureLoaded(ctx, win.target); err != nil {
 		return false, err
 	}
@@ -113,6 +117,28 @@ func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
 	w.cfg.Log.Info("committed", "target", win.target.String(), "commit", res.Commit, "objects", len(plan.changes),
 		"author", author.Name)
 	return true, nil
+}
+
+// expectedFiles is the content of the file each pending write of target
+// would be on its own at its canonical path, as the planner writes it.
+// Sensitive writes are left out: their files hold ciphertext.
+func (w *Worker) expectedFiles(target TargetKey) [][]byte {
+	var out [][]byte
+	windows := w.pending
+	if w.window != nil {
+		windows = append(windows[:len(windows):len(windows)], w.window)
+	}
+	for _, win := range windows {
+		if win.target != target {
+			continue
+		}
+		for _, wr := range win.writes {
+			if wr.YAML != nil && !wr.Sensitive {
+				out = append(out, manifest.FileContent(wr.YAML))
+			}
+		}
+	}
+	return out
 }
 
 func (w *Worker) message(win *window, plan *windowPlan) (string, error) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
@@ -61,6 +63,23 @@ func (s *branchState) readHead(ctx context.Context) error {
 	}
 	s.known = true
 	return nil
+}
+
+// loaded reports whether the target's index describes the head as last
+// read, so using it needs no reads.
+func (s *branchState) loaded(key TargetKey) bool {
+	ts, ok := s.targets[key]
+	return ok && s.known && ts.index != nil && ts.at == s.head
+}
+
+// expect seeds the blob cache with file contents the worker is about to
+// write, under the blob ids Git gives them. After a restart nearly every
+// mirrored file is one of these, unchanged, so loading an index reads only
+// the files that differ rather than every file, one request each.
+func (s *branchState) expect(contents [][]byte) {
+	for _, c := range contents {
+		s.blobs.put(plumbing.ComputeHash(plumbing.BlobObject, c).String(), c)
+	}
 }
 
 // ensureLoaded makes the target's index describe the current head.

@@ -48,6 +48,13 @@ func newWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forge,
 	t.Helper()
 	_, err := git.CreateBareRepo(repo)
 	require.NoError(t, err)
+	return startWorker(t, repo, forge, tune)
+}
+
+// startWorker starts a worker on an existing repository, as the operator
+// does after a restart.
+func startWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forge, tune func(*branch.Config)) *branch.Worker {
+	t.Helper()
 	client, err := gogit.New(gogit.Options{URL: git.FileURL(repo)})
 	require.NoError(t, err)
 	var f forges.Forge = client

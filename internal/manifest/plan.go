@@ -269,6 +269,11 @@ func (ws *workspace) changes() []Change {
 	return changes
 }
 
+// FileContent is the content of a file that holds only the document yaml,
+// as the planner writes a new object's file: callers that know an object's
+// YAML can tell an unchanged file by its blob id without reading it.
+func FileContent(yaml []byte) []byte { return withTrailingNewline(yaml) }
+
 func withTrailingNewline(b []byte) []byte {
 	if len(b) == 0 || b[len(b)-1] == '\n' {
 		return b
