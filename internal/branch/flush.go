@@ -15,6 +15,7 @@ import (
 // backoff; a failure that belongs to one GitTarget (content it cannot plan)
 // parks only that target's windows, so the others keep committing.
 func (w *Worker) push(ctx context.Context) {
+	w.coalesce()
 	now := w.cfg.Clock.Now()
 	if now.Before(w.retryAt) {
 		return

@@ -20,11 +20,45 @@ type window struct {
 	// reconcile marks a window that carries a replay's state, rendered with
 	// the reconcile message template.
 	reconcile bool
-	lastEvent time.Time
+	// opened bounds how long a steady stream of changes keeps the window
+	// open; lastEvent starts the silence that closes it.
+	opened, lastEvent time.Time
 }
 
 func newWindow(target TargetKey, author Author, now time.Time) *window {
-	return &window{target: target, author: author, writes: map[manifest.ObjectID]Write{}, lastEvent: now}
+	return &window{target: target, author: author, writes: map[manifest.ObjectID]Write{}, opened: now, lastEvent: now}
+}
+
+// maxWindowAge is the decision how long a window may stay open while
+// changes keep arriving inside its silence: ten silences, at most ten
+// minutes, never less than one silence. Without it a steady stream would
+// never be committed.
+func maxWindowAge(silence time.Duration) time.Duration {
+	return max(silence, min(10*silence, 10*time.Minute))
+}
+
+// closesAt is when the window closes unless another change arrives first.
+func (w *window) closesAt(silence time.Duration) time.Time {
+	bySilence := w.lastEvent.Add(silence)
+	if byAge := w.opened.Add(maxWindowAge(silence)); byAge.Before(bySilence) {
+		return byAge
+	}
+	return bySilence
+}
+
+// absorbs reports whether later, a closed window waiting behind w, can be
+// committed as part of w: same author and target, and no sweep, which is
+// planned before writes and so must not move ahead of w's writes.
+func (w *window) absorbs(later *window, maxBytes int) bool {
+	return w.accepts(later.target, later.author) && len(later.sweeps) == 0 && w.bytes+later.bytes <= maxBytes
+}
+
+// absorb adds later's writes to w, last write winning.
+func (w *window) absorb(later *window) {
+	for _, id := range later.order {
+		w.add(later.writes[id], later.lastEvent)
+	}
+	w.reconcile = w.reconcile || later.reconcile
 }
 
 func (w *window) accepts(target TargetKey, author Author) bool {

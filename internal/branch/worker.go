@@ -284,7 +284,7 @@ func (w *Worker) updateTarget(m targetMsg) {
 
 func (w *Worker) tick(ctx context.Context) {
 	now := w.cfg.Clock.Now()
-	if w.window != nil && !now.Before(w.window.lastEvent.Add(w.commitWindow())) {
+	if w.window != nil && !now.Before(w.window.closesAt(w.commitWindow())) {
 		w.finalize(ctx)
 		return
 	}
@@ -300,13 +300,34 @@ func (w *Worker) finalize(ctx context.Context) {
 	w.push(ctx)
 }
 
+// coalesce merges each pending window into the previous pending window of
+// its target when that one absorbs it. Windows pile up while the forge asks
+// to wait or the push budget spaces a backlog; merged, they land as fewer
+// commits, which is what a rate limit needs. Only windows with no window of
+// the same target between them merge, so the order of writes to one target
+// never changes.
+func (w *Worker) coalesce() {
+	last := map[TargetKey]*window{}
+	kept := w.pending[:0]
+	for _, win := range w.pending {
+		if prev, ok := last[win.target]; ok && prev.absorbs(win, w.cfg.BufferMax) {
+			prev.absorb(win)
+			continue
+		}
+		last[win.target] = win
+		kept = append(kept, win)
+	}
+	clear(w.pending[len(kept):])
+	w.pending = kept
+}
+
 // resetTimer wakes the loop at the earliest of: the open window's silence
 // deadline, the push budget, a retry.
 func (w *Worker) resetTimer(timer clock.Timer) {
 	now := w.cfg.Clock.Now()
 	wake := now.Add(time.Hour)
 	if w.window != nil {
-		wake = w.window.lastEvent.Add(w.commitWindow())
+		wake = w.window.closesAt(w.commitWindow())
 	}
 	if due, ok := w.nextPush(now); ok && due.Before(wake) {
 		wake = due

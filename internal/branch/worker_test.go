@@ -281,3 +281,14 @@ func TestALoneWindowIsNeverHeldByThePushBudget(t *testing.T) {
 	}
 	require.Len(t, commits(t, "budget"), 4)
 }
+
+func TestWindowsWaitingOnARateLimitLandAsOneCommit(t *testing.T) {
+	w := newWorker(t, "merged", func(f forges.Forge) forges.Forge {
+		return &failing{Forge: f, n: 1, err: &forges.Error{Kind: forges.KindRateLimited, RetryAfter: 200 * time.Millisecond}}
+	}, nil)
+	write(t, w, branch.Author{}, cm("a", "1"))
+	require.ErrorIs(t, w.Flush(context.Background(), target), forges.ErrRateLimited)
+	write(t, w, branch.Author{}, cm("b", "1"))
+	flush(t, w) // closes the second window; it waits with the first, and both land once the forge accepts
+	require.Equal(t, []string{"GitOps Reverser|Change 2 objects in team/mirror: 2 created"}, commits(t, "merged"))
+}

@@ -1,0 +1,71 @@
+package branch
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+)
+
+func TestASteadyStreamStillClosesTheWindow(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	silence := 5 * time.Second
+	win := newWindow(TargetKey{Name: "t"}, Author{}, start)
+	for i := range 30 { // a change every 4 s keeps the silence from ever passing
+		win.add(testWrite(fmt.Sprint(i)), start.Add(time.Duration(i)*4*time.Second))
+	}
+	require.Equal(t, start.Add(50*time.Second), win.closesAt(silence), "ten silences after it opened")
+
+	quiet := newWindow(TargetKey{Name: "t"}, Author{}, start)
+	quiet.add(testWrite("a"), start.Add(time.Second))
+	require.Equal(t, start.Add(6*time.Second), quiet.closesAt(silence), "a quiet window closes by silence")
+
+	require.Equal(t, 10*time.Minute, maxWindowAge(5*time.Minute), "at most ten minutes")
+	require.Equal(t, time.Hour, maxWindowAge(time.Hour), "never less than one silence")
+}
+
+func TestPendingWindowsOfOneTargetAndAuthorMerge(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, b := TargetKey{Name: "a"}, TargetKey{Name: "b"}
+	alice := Author{Name: "alice", Kind: AuthorUser}
+	pending := func(target TargetKey, author Author, names ...string) *window {
+		win := newWindow(target, author, now)
+		for _, n := range names {
+			win.add(testWrite(n), now)
+		}
+		return win
+	}
+	withSweep := pending(a, Author{}, "swept")
+	withSweep.addSweep(Sweep{}, now)
+	w := &Worker{cfg: Config{BufferMax: 1 << 20}, pending: []*window{
+		pending(a, Author{}, "1", "2"),
+		pending(b, Author{}, "3"),
+		pending(a, Author{}, "2", "4"), // merges into the first: another target between is fine
+		pending(a, alice, "5"),         // another author: its own commit
+		pending(a, Author{}, "6"),      // behind alice's window: must not jump ahead of it
+		withSweep,                      // a sweep never merges into an earlier window
+	}}
+	w.coalesce()
+	var got []string
+	for _, win := range w.pending {
+		got = append(got, fmt.Sprintf("%s/%s:%d", win.target.Name, win.author.Name, len(win.writes)))
+	}
+	require.Equal(t, []string{"a/:3", "b/:1", "a/alice:1", "a/:1", "a/:1"}, got)
+}
+
+func TestAMergeStaysWithinTheBufferLimit(t *testing.T) {
+	now := time.Now()
+	first, second := newWindow(TargetKey{Name: "a"}, Author{}, now), newWindow(TargetKey{Name: "a"}, Author{}, now)
+	first.add(testWrite("1"), now)
+	second.add(testWrite("2"), now)
+	require.True(t, first.absorbs(second, first.bytes+second.bytes))
+	require.False(t, first.absorbs(second, first.bytes+second.bytes-1))
+}
+
+func testWrite(name string) Write {
+	return Write{ID: manifest.ObjectID{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: name},
+		YAML: []byte("kind: ConfigMap\nmetadata:\n  name: " + name + "\n")}
+}
