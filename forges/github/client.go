@@ -72,6 +72,10 @@ type Options struct {
 	// Verified lets GitHub sign commits as the App (verified mode): no
 	// author, committer or signature is sent.
 	Verified bool
+	// ContentPerMinute and ContentPerHour are the secondary limits on
+	// content-creating requests the client paces itself to; GitHub's
+	// documented 80 and 500 when zero.
+	ContentPerMinute, ContentPerHour int
 }
 
 // AppCredentials identify a GitHub App installation.
@@ -90,6 +94,7 @@ type Client struct {
 	webURL       string
 	limits       *rateLimits
 	commitTrees  *treeCache
+	unpublished  unpublished
 	textMaxBytes int
 	verified     bool
 }
@@ -120,7 +125,7 @@ func New(opts Options) (*Client, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	limits := &rateLimits{now: now}
+	limits := &rateLimits{now: now, content: newContentPacer(now, opts.ContentPerMinute, opts.ContentPerHour)}
 	var authenticated http.RoundTripper = base
 	clientOpts := []github.ClientOptionsFunc{
 		github.WithURLs(new(apiURL+"/"), nil),
@@ -173,6 +178,7 @@ func (c *Client) Probe(ctx context.Context) error {
 	return c.classify("probe "+c.owner+"/"+c.repo, err)
 }
 
-// Budget is the primary rate-limit budget of the last response that
-// reported one.
+// Budget is the tightest request budget: the primary one of the last
+// response that reported one, or the secondary limit on content creation
+// this client paces itself to, whichever has less left.
 func (c *Client) Budget() (forges.Budget, bool) { return c.limits.current() }

@@ -41,9 +41,13 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 	if err := validateRequest(req); err != nil {
 		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
 	}
-	switch {
-	case req.ExpectedHead != "":
+	if req.ExpectedHead != "" {
 		return c.commitOnHead(ctx, op, req)
+	}
+	if err := c.pace(op, c.contentRequests(req)); err != nil {
+		return forges.CommitResult{}, err
+	}
+	switch {
 	case req.BaseHead != "":
 		return c.commitNewBranch(ctx, op, req, req.BaseHead)
 	}
@@ -63,16 +67,53 @@ func validateRequest(req forges.CommitRequest) error {
 }
 
 // commitOnHead commits on the branch's expected head and fast-forwards it.
+// A commit whose ref update was held back earlier is not created again.
 func (c *Client) commitOnHead(ctx context.Context, op string, req forges.CommitRequest) (forges.CommitResult, error) {
-	baseTree, err := c.treeOf(ctx, req.ExpectedHead)
-	if err != nil {
-		return forges.CommitResult{}, c.classify(op, err)
-	}
-	result, err := c.writeCommit(ctx, op, req, baseTree, []string{req.ExpectedHead})
-	if err != nil {
+	key := commitKey(req, c.verified)
+	result, ok := c.unpublished.take(key)
+	if !ok {
+		if err := c.pace(op, c.contentRequests(req)); err != nil {
+			return forges.CommitResult{}, err
+		}
+		baseTree, err := c.treeOf(ctx, req.ExpectedHead)
+		if err != nil {
+			return forges.CommitResult{}, c.classify(op, err)
+		}
+		if result, err = c.writeCommit(ctx, op, req, baseTree, []string{req.ExpectedHead}); err != nil {
+			return forges.CommitResult{}, err
+		}
+	} else if err := c.pace(op, 1); err != nil {
+		c.unpublished.remember(key, result)
 		return forges.CommitResult{}, err
 	}
-	return result, c.fastForward(ctx, op, req.Branch, result.Commit)
+	err := c.fastForward(ctx, op, req.Branch, result.Commit)
+	if errors.Is(err, forges.ErrRateLimited) || errors.Is(err, forges.ErrTransient) {
+		c.unpublished.remember(key, result)
+	}
+	return result, err
+}
+
+// pace refuses, sending nothing, a commit whose n content-creating requests
+// do not fit GitHub's secondary limits now.
+func (c *Client) pace(op string, n int) error {
+	wait := c.limits.content.roomFor(n)
+	if wait <= 0 {
+		return nil
+	}
+	return &forges.Error{Kind: forges.KindRateLimited, Op: op, RetryAfter: wait,
+		Err: fmt.Errorf("%d content-creating requests would pass GitHub's secondary limit; nothing sent", n)}
+}
+
+// contentRequests is how many content-creating requests a commit sends: a
+// blob per file that does not go inline, the tree, the commit and the ref.
+func (c *Client) contentRequests(req forges.CommitRequest) int {
+	n := 3
+	for _, change := range req.Changes {
+		if !change.Delete && !c.inline(change.Content) {
+			n++
+		}
+	}
+	return n
 }
 
 // fastForward is "Update a reference" with force false: "Leaving this out

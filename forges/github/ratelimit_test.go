@@ -106,3 +106,59 @@ func TestPrimaryLimitAnsweredByGitHubIsRateLimited(t *testing.T) {
 	require.ErrorIs(t, err, forges.ErrRateLimited)
 	require.Equal(t, time.Hour, forges.RetryAfter(err))
 }
+
+func TestTheClientPacesItselfUnderTheSecondaryLimitAndSendsNothingEarly(t *testing.T) {
+	clock := simgithub.NewClock(time.Now())
+	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithContentLimit(3, 500))
+	repo := repoName(t, "r")
+	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
+	client := newTokenClient(t, sim, repo, goodToken, withClock(clock), func(o *forgegithub.Options) {
+		o.ContentPerMinute = 3 // the same limit the simulator enforces
+	})
+	ctx := context.Background()
+	head, err := client.Head(ctx, "main")
+	require.NoError(t, err)
+	first, err := client.Commit(ctx, commitRequest("main", head, forges.FileChange{Path: "one.yaml", Content: []byte("1\n")}))
+	require.NoError(t, err)
+	budget, known := client.Budget()
+	require.True(t, known)
+	require.Equal(t, 0, budget.Remaining, "the content budget is the tightest and it is spent")
+
+	clock.Advance(15 * time.Second)
+	second := commitRequest("main", first.Commit, forges.FileChange{Path: "two.yaml", Content: []byte("2\n")})
+	made := record(t, sim, func() { _, err = client.Commit(ctx, second) })
+	require.ErrorIs(t, err, forges.ErrRateLimited)
+	require.Equal(t, 45*time.Second, forges.RetryAfter(err), "until the first commit's requests leave the minute")
+	require.Empty(t, made, "the commit waits without GitHub having to refuse it")
+
+	clock.Advance(forges.RetryAfter(err))
+	_, err = client.Commit(ctx, second)
+	require.NoError(t, err)
+}
+
+func TestARefUpdateHeldBackIsSentAloneOnRetry(t *testing.T) {
+	clock := simgithub.NewClock(time.Now())
+	// Room for a commit and the tree and commit of a second, not its ref.
+	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithContentLimit(5, 500))
+	repo := repoName(t, "r")
+	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
+	client := newTokenClient(t, sim, repo, goodToken, withClock(clock))
+	ctx := context.Background()
+	head, err := client.Head(ctx, "main")
+	require.NoError(t, err)
+	first, err := client.Commit(ctx, commitRequest("main", head, forges.FileChange{Path: "one.yaml", Content: []byte("1\n")}))
+	require.NoError(t, err)
+	second := commitRequest("main", first.Commit, forges.FileChange{Path: "two.yaml", Content: []byte("2\n")})
+	_, err = client.Commit(ctx, second)
+	require.ErrorIs(t, err, forges.ErrRateLimited, "GitHub refuses the ref update")
+
+	clock.Advance(forges.RetryAfter(err))
+	second.Committer.When = second.Committer.When.Add(time.Minute) // a retry is built later
+	var result forges.CommitResult
+	made := record(t, sim, func() { result, err = client.Commit(ctx, second) })
+	require.NoError(t, err)
+	require.Equal(t, []string{"PATCH git/refs/heads/main"}, made, "the tree and commit made before are reused")
+	landed, err := sim.HeadCommit(owner, repo, "main")
+	require.NoError(t, err)
+	require.Equal(t, result.Commit, landed.SHA)
+}

@@ -29,7 +29,8 @@ import (
 // rateLimits is the budget GitHub last reported and how long the client
 // must hold back requests.
 type rateLimits struct {
-	now func() time.Time
+	now     func() time.Time
+	content *contentPacer
 
 	mu     sync.Mutex
 	budget forges.Budget
@@ -40,10 +41,20 @@ type rateLimits struct {
 	allUntil, writesUntil time.Time
 }
 
+// current is the tightest budget: the primary one GitHub last reported, or
+// the secondary limit on content creation when less of it is left.
 func (l *rateLimits) current() (forges.Budget, bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.budget, l.known
+	primary, known := l.budget, l.known
+	l.mu.Unlock()
+	content, used := l.content.budget()
+	switch {
+	case !used:
+		return primary, known
+	case !known:
+		return content, true
+	}
+	return tighter(primary, content), true
 }
 
 // wait is how long a request with method must still be held back.
@@ -145,6 +156,10 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, &forges.Error{Kind: forges.KindRateLimited, Op: req.Method + " " + req.URL.Path, RetryAfter: wait,
 			Err: errors.New("GitHub asked to wait before this request; not sent")}
+	}
+	if createsContent(req.Method) {
+		// Counted when sent: GitHub may count it even if the answer is lost.
+		t.limits.content.record()
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
