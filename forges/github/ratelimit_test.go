@@ -17,20 +17,28 @@ func withClock(clock *simgithub.Clock) func(*forgegithub.Options) {
 	return func(o *forgegithub.Options) { o.Now = clock.Now }
 }
 
-func TestSecondaryRateLimitIsWaitedOutAndNothingIsLost(t *testing.T) {
+// limitedRepo starts a simulator allowing contentPerMinute content-creating
+// requests a minute and makes one commit ("one.yaml") with a client on the
+// simulator's clock.
+func limitedRepo(t *testing.T, contentPerMinute int, opts ...func(*forgegithub.Options)) (*simgithub.Clock, *simgithub.Server, *forgegithub.Client, string, forges.CommitResult) {
+	t.Helper()
 	clock := simgithub.NewClock(time.Now())
-	// Room for exactly one commit (tree, commit, ref update) a minute.
-	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithContentLimit(3, 500))
+	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithContentLimit(contentPerMinute, 500))
 	repo := repoName(t, "r")
 	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
-	client := newTokenClient(t, sim, repo, goodToken, withClock(clock))
+	client := newTokenClient(t, sim, repo, goodToken, append([]func(*forgegithub.Options){withClock(clock)}, opts...)...)
+	head, err := client.Head(context.Background(), "main")
+	require.NoError(t, err)
+	first, err := client.Commit(context.Background(), commitRequest("main", head, forges.FileChange{Path: "one.yaml", Content: []byte("1\n")}))
+	require.NoError(t, err)
+	return clock, sim, client, repo, first
+}
+
+func TestSecondaryRateLimitIsWaitedOutAndNothingIsLost(t *testing.T) {
+	// Room for exactly one commit (tree, commit, ref update) a minute.
+	clock, sim, client, repo, first := limitedRepo(t, 3)
 	ctx := context.Background()
-	head, err := client.Head(ctx, "main")
-	require.NoError(t, err)
-	_, err = client.Tree(ctx, head, "")
-	require.NoError(t, err)
-	first, err := client.Commit(ctx, commitRequest("main", head, forges.FileChange{Path: "one.yaml", Content: []byte("1\n")}))
-	require.NoError(t, err)
+	var err error
 
 	clock.Advance(15 * time.Second)
 	second := commitRequest("main", first.Commit, forges.FileChange{Path: "two.yaml", Content: []byte("2\n")})
@@ -108,18 +116,11 @@ func TestPrimaryLimitAnsweredByGitHubIsRateLimited(t *testing.T) {
 }
 
 func TestTheClientPacesItselfUnderTheSecondaryLimitAndSendsNothingEarly(t *testing.T) {
-	clock := simgithub.NewClock(time.Now())
-	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithContentLimit(3, 500))
-	repo := repoName(t, "r")
-	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
-	client := newTokenClient(t, sim, repo, goodToken, withClock(clock), func(o *forgegithub.Options) {
+	clock, sim, client, _, first := limitedRepo(t, 3, func(o *forgegithub.Options) {
 		o.ContentPerMinute = 3 // the same limit the simulator enforces
 	})
 	ctx := context.Background()
-	head, err := client.Head(ctx, "main")
-	require.NoError(t, err)
-	first, err := client.Commit(ctx, commitRequest("main", head, forges.FileChange{Path: "one.yaml", Content: []byte("1\n")}))
-	require.NoError(t, err)
+	var err error
 	budget, known := client.Budget()
 	require.True(t, known)
 	require.Equal(t, 0, budget.Remaining, "the content budget is the tightest and it is spent")
@@ -137,17 +138,10 @@ func TestTheClientPacesItselfUnderTheSecondaryLimitAndSendsNothingEarly(t *testi
 }
 
 func TestARefUpdateHeldBackIsSentAloneOnRetry(t *testing.T) {
-	clock := simgithub.NewClock(time.Now())
 	// Room for a commit and the tree and commit of a second, not its ref.
-	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithContentLimit(5, 500))
-	repo := repoName(t, "r")
-	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
-	client := newTokenClient(t, sim, repo, goodToken, withClock(clock))
+	clock, sim, client, repo, first := limitedRepo(t, 5)
 	ctx := context.Background()
-	head, err := client.Head(ctx, "main")
-	require.NoError(t, err)
-	first, err := client.Commit(ctx, commitRequest("main", head, forges.FileChange{Path: "one.yaml", Content: []byte("1\n")}))
-	require.NoError(t, err)
+	var err error
 	second := commitRequest("main", first.Commit, forges.FileChange{Path: "two.yaml", Content: []byte("2\n")})
 	_, err = client.Commit(ctx, second)
 	require.ErrorIs(t, err, forges.ErrRateLimited, "GitHub refuses the ref update")
