@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -47,6 +49,9 @@ type GitProviderReconciler struct {
 	// should be the manager's APIReader: the controller only watches Secret
 	// metadata, so Secret values never sit in the operator's cache.
 	SecretReader client.Reader
+	// ForgeTransport, when set, wraps the API forges' HTTP transport, so the
+	// probe's requests are counted with every other forge request.
+	ForgeTransport func(forge string, count *atomic.Int64) http.RoundTripper
 	// Budgets, when set, receives a metered forge's remaining request budget.
 	Budgets interface {
 		SetBudget(forge, namespace, provider string, remaining int)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,7 +69,11 @@ func (r *GitProviderReconciler) readCredentials(ctx context.Context, run *provid
 func (r *GitProviderReconciler) openForge(_ context.Context, run *providerRun) (bool, ctrl.Result, error) {
 	// "" branch: the provider is checked as a whole; GitTargets open their
 	// own forge per branch.
-	forge, err := forgeconn.Open(run.provider.Spec, run.creds, nil)
+	var rt http.RoundTripper
+	if r.ForgeTransport != nil {
+		rt = r.ForgeTransport(string(forgeconn.ForgeType(run.provider.Spec)), nil)
+	}
+	forge, err := forgeconn.Open(run.provider.Spec, run.creds, rt)
 	switch {
 	case err == nil:
 		run.forge = forge

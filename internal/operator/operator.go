@@ -105,16 +105,15 @@ func Run(ctx context.Context, o Options) error {
 
 func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options) error {
 	c, secrets := mgr.GetClient(), mgr.GetAPIReader()
+	forgeTransport := func(forge string, count *atomic.Int64) http.RoundTripper { return fm.Transport(forge, nil, count) }
 	reconcilers := []struct {
 		name  string
 		setup interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm}},
+		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport}},
 		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Engine: eng, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
-			ForgeTransport: func(forge string, count *atomic.Int64) http.RoundTripper {
-				return fm.Transport(forge, nil, count)
-			}}},
+			ForgeTransport: forgeTransport}},
 		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
