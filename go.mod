@@ -6,6 +6,7 @@ require (
 	code.gitea.io/sdk/gitea v0.25.1
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/go-logr/logr v1.4.3
+	github.com/hiddeco/sshsig v0.2.0
 	github.com/prometheus/client_golang v1.24.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
