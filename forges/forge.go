@@ -2,6 +2,7 @@ package forges
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -56,6 +57,26 @@ type FileChange struct {
 // returning an armored signature.
 type Signer interface {
 	Sign(payload []byte) ([]byte, error)
+}
+
+// ErrSigningUnsupported is wrapped by the error of a forge whose API cannot
+// carry a commit signature, when a CommitRequest has a Signer: it refuses the
+// commit rather than write it unsigned.
+var ErrSigningUnsupported = errors.New("this forge cannot carry a commit signature")
+
+// SignatureCarrier is implemented by forges that write a CommitRequest's
+// signature into the commit, where git verify-commit finds it.
+type SignatureCarrier interface {
+	// CarriesSignatures is false when the forge, as configured, would not
+	// (GitHub in verified mode, where GitHub signs).
+	CarriesSignatures() bool
+}
+
+// CarriesSignatures says whether f writes commit signatures. A forge that
+// does not say is assumed not to, so signing fails closed.
+func CarriesSignatures(f Forge) bool {
+	carrier, ok := f.(SignatureCarrier)
+	return ok && carrier.CarriesSignatures()
 }
 
 // CommitRequest is one commit on top of an expected head.

@@ -42,6 +42,10 @@ type Repo struct {
 	// WrongCredentials is a client for the same repository whose
 	// credentials the server refuses.
 	WrongCredentials forges.Forge
+	// CommitObject returns a commit exactly as the server stores it (what
+	// `git cat-file commit` prints), for git verify-commit. Not needed when
+	// Options.RefusesSigner is set.
+	CommitObject func(t *testing.T, id string) []byte
 }
 
 // Fixture makes repositories on the forge under test.
@@ -73,6 +77,10 @@ type Options struct {
 	// AuthorDateIsServerTime: the forge stamps the author date itself
 	// (GitLab), so it is not compared with the requested one.
 	AuthorDateIsServerTime bool
+	// RefusesSigner: the forge's API cannot carry a commit signature
+	// (Gitea, GitLab), so a signed request must be refused, never written
+	// unsigned.
+	RefusesSigner bool
 }
 
 // Run runs the whole contract against f.
@@ -84,6 +92,7 @@ func Run(t *testing.T, f Fixture, o Options) {
 	t.Run("RaceWithAnExternalCommit", func(t *testing.T) { race(t, f) })
 	t.Run("CredentialsRefused", func(t *testing.T) { refused(t, f) })
 	t.Run("RateLimitedWriteWaitsAndLosesNothing", func(t *testing.T) { rateLimitedWrite(t, f) })
+	t.Run("SignedCommitVerifiesWithGit", func(t *testing.T) { signedCommit(t, f, o) })
 }
 
 var (

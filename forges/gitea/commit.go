@@ -60,8 +60,9 @@ func checkCommitRequest(req forges.CommitRequest) error {
 		return errors.New("empty branch name")
 	}
 	if req.Signer != nil {
-		return errors.New("the gitea forge cannot sign commits: Gitea's API takes no signature " +
-			"(Gitea signs API commits itself when the instance has a signing key); use the git forge for signed commits")
+		return fmt.Errorf("%w: Gitea's API takes no signature (Gitea signs API commits itself when the "+
+			"instance has a signing key); use the git forge (forge.type: git) for commits signed with your key",
+			forges.ErrSigningUnsupported)
 	}
 	if req.ExpectedHead != "" {
 		if err := checkObjectID(req.ExpectedHead); err != nil {

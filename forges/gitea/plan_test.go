@@ -85,7 +85,7 @@ func TestCommitRequestsGiteaCannotServe(t *testing.T) {
 	require.NoError(t, err)
 	ctx := testContext(t)
 	_, err = client.Commit(ctx, forges.CommitRequest{Branch: "main", ExpectedHead: "1234567890123456789012345678901234567890", Signer: signerFunc(nil)})
-	require.ErrorContains(t, err, "cannot sign commits")
+	require.ErrorIs(t, err, forges.ErrSigningUnsupported)
 	_, err = client.Commit(ctx, forges.CommitRequest{Branch: "main", ExpectedHead: "main"})
 	require.ErrorContains(t, err, "not a full object id")
 	_, err = client.Commit(ctx, forges.CommitRequest{ExpectedHead: "1234567890123456789012345678901234567890"})

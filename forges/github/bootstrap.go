@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/google/go-github/v93/github"
@@ -20,12 +21,14 @@ import (
 // one) goes in through "Create or update file contents"
 // (https://docs.github.com/rest/repos/contents#create-or-update-file-contents),
 // with the request's message, author, committer and dates, and every other
-// change follows in a second commit on top through the Git Database API,
-// which is also where a signature goes (the contents API takes none).
+// change follows in a second commit on top through the Git Database API.
+// The contents API takes no signature, so a signed request is refused
+// (ErrSigningUnsupported) rather than start the history with an unsigned
+// commit: someone has to make the repository's first commit.
 //
 // Requests: the refused attempt (1, the 409), the contents PUT (1), and for
-// the rest of the changes or a signature tree, commit and ref update (3):
-// 2 for a single unsigned file, 5 otherwise.
+// the rest of the changes tree, commit and ref update (3): 2 for a single
+// file, 5 otherwise.
 //
 // Another writer initializing the repository at the same time is not
 // overwritten: the contents API commits on top of whatever the branch holds
@@ -34,6 +37,11 @@ import (
 // commit fails, the branch holds the first file alone; the caller re-plans
 // from that head like after any conflict.
 func (c *Client) bootstrap(ctx context.Context, op string, req forges.CommitRequest) (forges.CommitResult, error) {
+	if req.Signer != nil {
+		return forges.CommitResult{}, fmt.Errorf("%s: %w: the repository is empty, and GitHub's only way to make "+
+			"its first commit, the contents API, takes no signature; push a first commit (a README) to the repository",
+			op, forges.ErrSigningUnsupported)
+	}
 	first, ok := smallestPut(req.Changes)
 	if !ok {
 		return forges.CommitResult{}, forges.Errorf(forges.KindEmptyRepository, op,
@@ -53,7 +61,7 @@ func (c *Client) bootstrap(ctx context.Context, op string, req forges.CommitRequ
 	result := forges.CommitResult{Commit: bootCommit, Blobs: map[string]string{req.Changes[first].Path: created.GetContent().GetSHA()}}
 	rest := req
 	rest.Changes = append(append([]forges.FileChange(nil), req.Changes[:first]...), req.Changes[first+1:]...)
-	if len(rest.Changes) == 0 && req.Signer == nil {
+	if len(rest.Changes) == 0 {
 		return result, nil
 	}
 	onTop, err := c.writeCommit(ctx, op, rest, bootTree, []string{bootCommit})

@@ -41,6 +41,10 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 	if err := validateRequest(req); err != nil {
 		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
 	}
+	if req.Signer != nil && c.verified {
+		return forges.CommitResult{}, fmt.Errorf("%s: %w: in verified mode GitHub signs the commit as the App",
+			op, forges.ErrSigningUnsupported)
+	}
 	if req.ExpectedHead != "" {
 		return c.commitOnHead(ctx, op, req)
 	}
@@ -65,6 +69,12 @@ func validateRequest(req forges.CommitRequest) error {
 	}
 	return nil
 }
+
+// CarriesSignatures is true in author mode, where a request's signature is
+// sent as the commit's "signature" ("Create a commit",
+// https://docs.github.com/rest/git/commits#create-a-commit), and false in
+// verified mode, where GitHub signs.
+func (c *Client) CarriesSignatures() bool { return !c.verified }
 
 // commitOnHead commits on the branch's expected head and fast-forwards it.
 // A commit whose ref update was held back earlier is not created again.

@@ -58,6 +58,11 @@ func (f simFixture) NewRepo(t *testing.T, name string, seed map[string]string) f
 			_, err := f.sim.Commit(owner, repo, branch, map[string]string{path: content}, "external edit")
 			require.NoError(t, err)
 		},
+		CommitObject: func(t *testing.T, id string) []byte {
+			raw, err := f.sim.CommitObject(owner, repo, id)
+			require.NoError(t, err)
+			return raw
+		},
 	}
 }
 

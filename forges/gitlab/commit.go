@@ -32,7 +32,8 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 	case req.Branch == "":
 		return forges.CommitResult{}, fmt.Errorf("%s: no branch given", op)
 	case req.Signer != nil:
-		return forges.CommitResult{}, fmt.Errorf("%s: GitLab's commits API cannot carry a commit signature", op)
+		return forges.CommitResult{}, fmt.Errorf("%s: %w: GitLab's commits API takes no signature; "+
+			"use the git forge (forge.type: git) for signed commits", op, forges.ErrSigningUnsupported)
 	case req.ExpectedHead != "":
 		return c.commitOnBranch(ctx, op, req)
 	case req.BaseHead != "":

@@ -301,6 +301,6 @@ func TestNewBranchThatExistsIsAConflictAndSignersAreRefused(t *testing.T) {
 	req := request("main", base, put("b.yaml", "b\n"))
 	req.Signer = signer{}
 	_, err = client.Commit(context.Background(), req)
-	require.ErrorContains(t, err, "cannot carry a commit signature")
+	require.ErrorIs(t, err, forges.ErrSigningUnsupported)
 	require.Equal(t, base, head(t, client, "main"))
 }

@@ -23,6 +23,8 @@ func TestForgeContract(t *testing.T) {
 		// (lib/api/commits.rb): the committer is the token's user and both
 		// dates are GitLab's clock.
 		CommitterIsTokenUser: true, AuthorDateIsServerTime: true,
+		// The commits API takes no signature.
+		RefusesSigner: true,
 	})
 }
 

@@ -122,6 +122,10 @@ func New(opts Options) (*Client, error) {
 // CommitURL returns "": a plain Git remote has no web UI to link to.
 func (c *Client) CommitURL(string) string { return "" }
 
+// CarriesSignatures is true: the commit is built here, and a request's
+// signature goes into its gpgsig header (see writeCommit).
+func (c *Client) CarriesSignatures() bool { return true }
+
 // Head returns the commit branch points at on the remote, asking the remote
 // (ls-remote) every time.
 func (c *Client) Head(ctx context.Context, branch string) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges/forgetest"
+	"github.com/configbutler/gitops-reverser/test/gitverify"
 )
 
 // TestForgeContract runs the shared forge contract against a real git
@@ -40,6 +41,9 @@ func (gitFixture) NewRepo(t *testing.T, name string, seed map[string]string) for
 			return out + "\n", err == nil
 		},
 		Head: func(t *testing.T, branch string) forgetest.Commit { return headCommit(t, repo, branch) },
+		CommitObject: func(t *testing.T, id string) []byte {
+			return gitverify.CatCommit(t, shared.RepoPath(repo), id)
+		},
 		ExternalCommit: func(t *testing.T, branch, path, content string) {
 			require.Equal(t, "main", branch, "the harness commits to main")
 			_, err := shared.CommitFiles(repo, map[string]string{path: content}, "external edit")

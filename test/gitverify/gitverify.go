@@ -56,6 +56,21 @@ func VerifyCommit(t testing.TB, raw []byte, allowedSigners string) (id, report s
 	return id, strings.TrimSpace(report), err
 }
 
+// CatCommit returns commit id of the repository at gitDir as Git stores
+// it (`git cat-file commit`), byte for byte, for VerifyCommit.
+func CatCommit(t testing.TB, gitDir, id string) []byte {
+	t.Helper()
+	cmd := exec.Command("git", "--git-dir="+gitDir, "cat-file", "commit", id)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git cat-file commit %s in %s: %v: %s", id, gitDir, err, stderr.String())
+	}
+	return raw
+}
+
 // WithMessage returns the commit object raw with its message replaced and
 // every header, the gpgsig signature included, unchanged: a forgery whose
 // signature no longer covers what it says.

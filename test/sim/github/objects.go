@@ -1,0 +1,31 @@
+package github
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// CommitObject returns commit sha of owner/name exactly as the repository
+// stores it (what `git cat-file commit` prints), signature header included,
+// so a test can hand it to git itself: the id git computes for it is sha
+// only if the simulator stored a real Git commit.
+func (s *Server) CommitObject(owner, name, sha string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	repo, ok := s.repos[repoKey(owner, name)]
+	if !ok {
+		return nil, fmt.Errorf("repository %s/%s does not exist", owner, name)
+	}
+	obj, err := repo.objects.EncodedObject(plumbing.CommitObject, plumbing.NewHash(sha))
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s of %s/%s: %w", sha, owner, name, err)
+	}
+	reader, err := obj.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s of %s/%s: %w", sha, owner, name, err)
+	}
+	defer reader.Close()
+	return io.ReadAll(reader)
+}
