@@ -14,10 +14,14 @@ import (
 
 // Tree lists the files of commit below the directory prefix ("" or "."
 // for the whole tree); prefix "app" never matches "apps". A prefix that
-// names no directory lists nothing. Gitea pages recursive trees, so every
-// page is read; the request count grows with the repository, one request
-// per 1000 entries (files and directories). Submodules are not files and
-// are left out.
+// names no directory lists nothing. Submodules are not files and are left
+// out.
+//
+// Gitea pages recursive trees (one request per 1000 entries, files and
+// directories). A tree that fits one page costs that one request. A larger
+// one, when a prefix is given, is not read whole: the client walks down to
+// the prefix's own tree (one request per path segment) and pages through
+// that, so a target's reads grow with its own files, not the repository's.
 func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.TreeEntry, error) {
 	op := "read tree of " + commit
 	if err := checkObjectID(commit); err != nil {
@@ -27,27 +31,103 @@ func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.Tree
 	if err != nil {
 		return nil, forges.Errorf(forges.KindNotFound, op, err)
 	}
-	var files []forges.TreeEntry
-	for page := 1; ; page++ {
-		var listing treeResponse
-		query := url.Values{
-			"recursive": {"1"},
-			"page":      {strconv.Itoa(page)},
-			"per_page":  {strconv.Itoa(c.treePageSize)},
-		}
-		if err := c.call(ctx, http.MethodGet, c.repoPath("/git/trees/"+commit), query, nil, &listing); err != nil {
+	first, err := c.treePage(ctx, commit, true, 1)
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	if first.Truncated && dir != "" {
+		subtree, found, err := c.descend(ctx, commit, dir)
+		if err != nil || !found {
 			return nil, classify(op, err)
 		}
-		for _, entry := range listing.Entries {
-			if entry.Type != "blob" || !isBelow(entry.Path, dir) {
-				continue
+		files, err := c.files(ctx, subtree, nil, dir)
+		return files, classify(op, err)
+	}
+	files, err := c.files(ctx, commit, &first, "")
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	below := files[:0]
+	for _, f := range files {
+		if isBelow(f.Path, dir) {
+			below = append(below, f)
+		}
+	}
+	return below, nil
+}
+
+// files lists every blob of the tree-ish sha recursively, reading all pages
+// (first is page 1 when already read), with paths below root.
+func (c *Client) files(ctx context.Context, sha string, first *treeResponse, root string) ([]forges.TreeEntry, error) {
+	var files []forges.TreeEntry
+	for page := 1; ; page++ {
+		listing := first
+		if page > 1 || listing == nil {
+			next, err := c.treePage(ctx, sha, true, page)
+			if err != nil {
+				return nil, err
 			}
-			files = append(files, forges.TreeEntry{Path: entry.Path, BlobID: entry.SHA, Mode: parseFileMode(entry.Mode)})
+			listing = &next
+		}
+		for _, entry := range listing.Entries {
+			if entry.Type == "blob" {
+				files = append(files, forges.TreeEntry{Path: joinPath(root, entry.Path), BlobID: entry.SHA, Mode: parseFileMode(entry.Mode)})
+			}
 		}
 		if !listing.Truncated || len(listing.Entries) == 0 {
 			return files, nil
 		}
 	}
+}
+
+// descend finds the tree at dir by listing one directory per segment.
+func (c *Client) descend(ctx context.Context, commit, dir string) (string, bool, error) {
+	sha := commit
+	for _, segment := range strings.Split(dir, "/") {
+		next, found, err := c.child(ctx, sha, segment)
+		if err != nil || !found {
+			return "", false, err
+		}
+		sha = next
+	}
+	return sha, true, nil
+}
+
+// child is the id of the directory name in the tree sha.
+func (c *Client) child(ctx context.Context, sha, name string) (string, bool, error) {
+	for page := 1; ; page++ {
+		listing, err := c.treePage(ctx, sha, false, page)
+		if err != nil {
+			return "", false, err
+		}
+		for _, entry := range listing.Entries {
+			if entry.Path == name {
+				return entry.SHA, entry.Type == "tree", nil
+			}
+		}
+		if !listing.Truncated || len(listing.Entries) == 0 {
+			return "", false, nil
+		}
+	}
+}
+
+// treePage is one page of "Gets the tree of a repository"
+// (GET /repos/{owner}/{repo}/git/trees/{sha}).
+func (c *Client) treePage(ctx context.Context, sha string, recursive bool, page int) (treeResponse, error) {
+	var listing treeResponse
+	query := url.Values{"page": {strconv.Itoa(page)}, "per_page": {strconv.Itoa(c.treePageSize)}}
+	if recursive {
+		query.Set("recursive", "1")
+	}
+	err := c.call(ctx, http.MethodGet, c.repoPath("/git/trees/"+sha), query, nil, &listing)
+	return listing, err
+}
+
+func joinPath(root, p string) string {
+	if root == "" {
+		return p
+	}
+	return root + "/" + p
 }
 
 // isBelow reports whether path lies in directory dir ("" is the root),

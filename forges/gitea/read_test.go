@@ -46,9 +46,14 @@ func TestTreeReadsEveryPage(t *testing.T) {
 	below, err := client.Tree(ctx, head, "./apps/")
 	require.NoError(t, err)
 	require.Len(t, below, 12, "apps-old is not below apps")
+	counter.take()
 	one, err := client.Tree(ctx, head, "apps/app-1")
 	require.NoError(t, err)
 	require.Len(t, one, 4)
+	for _, entry := range one {
+		require.Equal(t, want[entry.Path], entry.BlobID, "paths below a subtree keep the prefix: %s", entry.Path)
+	}
+	require.Len(t, counter.take(), 4, "one page to see the tree is large, one listing per segment of the prefix, one page of its subtree")
 	none, err := client.Tree(ctx, head, "top.yaml")
 	require.NoError(t, err)
 	require.Empty(t, none, "a file is not a directory")
