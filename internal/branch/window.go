@@ -30,11 +30,11 @@ func newWindow(target TargetKey, author Author, now time.Time) *window {
 }
 
 // maxWindowAge is the decision how long a window may stay open while
-// changes keep arriving inside its silence: ten silences, at most ten
-// minutes, never less than one silence. Without it a steady stream would
-// never be committed.
+// changes keep arriving inside its silence: four silences (20 s with the
+// default window), at most ten minutes, never less than one silence.
+// Without it a steady stream would never be committed.
 func maxWindowAge(silence time.Duration) time.Duration {
-	return max(silence, min(10*silence, 10*time.Minute))
+	return max(silence, min(4*silence, 10*time.Minute))
 }
 
 // closesAt is when the window closes unless another change arrives first.

@@ -17,13 +17,14 @@ func TestASteadyStreamStillClosesTheWindow(t *testing.T) {
 	for i := range 30 { // a change every 4 s keeps the silence from ever passing
 		win.add(testWrite(fmt.Sprint(i)), start.Add(time.Duration(i)*4*time.Second))
 	}
-	require.Equal(t, start.Add(50*time.Second), win.closesAt(silence), "ten silences after it opened")
+	require.Equal(t, start.Add(20*time.Second), win.closesAt(silence), "four silences after it opened")
 
 	quiet := newWindow(TargetKey{Name: "t"}, Author{}, start)
 	quiet.add(testWrite("a"), start.Add(time.Second))
 	require.Equal(t, start.Add(6*time.Second), quiet.closesAt(silence), "a quiet window closes by silence")
 
 	require.Equal(t, 10*time.Minute, maxWindowAge(5*time.Minute), "at most ten minutes")
+	require.Equal(t, 4*time.Second, maxWindowAge(time.Second))
 	require.Equal(t, time.Hour, maxWindowAge(time.Hour), "never less than one silence")
 }
 
