@@ -1,0 +1,73 @@
+package encryption
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/getsops/sops/v3"
+	"github.com/getsops/sops/v3/version"
+)
+
+// sopsVersion is written into every file's metadata, as the sops CLI of
+// the same library version would.
+var sopsVersion = version.Version
+
+// SecretEncryptedRegex is the encryption rule for core Secrets and for
+// files a human creates below the target: data and stringData values are
+// encrypted, the rest stays readable (the Flux convention).
+const SecretEncryptedRegex = `^(data|stringData)$`
+
+// readableFields stay plaintext in every encrypted file: the planner reads
+// an object's identity from them, and they carry no value.
+var readableFields = []string{"apiVersion", "kind", "metadata"}
+
+// encryptedRegex is the sops encrypted_regex for an object: every top-level
+// field but apiVersion, kind and metadata (and a Secret's type and
+// immutable flag). sops applies it to keys at any depth, so it can only
+// encrypt more than the top-level fields, never less.
+func encryptedRegex(branch sops.TreeBranch) string {
+	readable := readableFields
+	if isCoreSecret(branch) {
+		readable = append(slices.Clone(readable), "type", "immutable")
+	}
+	fields := []string{"data", "stringData"}
+	for _, item := range branch {
+		if key, ok := item.Key.(string); ok && !slices.Contains(readable, key) && !slices.Contains(fields, key) {
+			fields = append(fields, key)
+		}
+	}
+	slices.Sort(fields)
+	for i, f := range fields {
+		fields[i] = regexp.QuoteMeta(f)
+	}
+	return "^(" + strings.Join(fields, "|") + ")$"
+}
+
+func isCoreSecret(branch sops.TreeBranch) bool {
+	var apiVersion, kind any
+	for _, item := range branch {
+		switch item.Key {
+		case "apiVersion":
+			apiVersion = item.Value
+		case "kind":
+			kind = item.Value
+		}
+	}
+	return apiVersion == "v1" && kind == "Secret"
+}
+
+// SopsConfig is the .sops.yaml staged at the target root with the first
+// write: a human who creates or edits an encrypted file below it (running
+// sops from that folder) encrypts to the same recipients. Decryption does
+// not need it: every file names its own recipients.
+func (e *Encryptor) SopsConfig() []byte {
+	return []byte("# Written by GitOps Reverser with its first write to this folder.\n" +
+		"# sops reads this file when it creates or re-keys a file below this folder (run\n" +
+		"# it from here). Decrypting needs only an age identity of one recipient:\n" +
+		"#   SOPS_AGE_KEY_FILE=key.txt sops -d <file>.sops.yaml\n" +
+		"creation_rules:\n" +
+		"  - path_regex: '\\.sops\\.yaml$'\n" +
+		"    encrypted_regex: '" + SecretEncryptedRegex + "'\n" +
+		"    age: " + strings.Join(e.keys.recipients, ",") + "\n")
+}
