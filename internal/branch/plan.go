@@ -35,19 +35,24 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 			swept[identity(d.ID)] = true
 		}
 	}
-	writes := win.orderedWrites()
-	for _, wr := range writes {
+	var refusals []manifest.Refusal
+	for _, wr := range win.orderedWrites() {
 		if wr.YAML == nil {
 			ops = append(ops, manifest.Delete{ID: wr.ID})
-		} else {
-			ops = append(ops, manifest.Upsert{ID: wr.ID, YAML: wr.YAML, Sensitive: wr.Sensitive})
+			continue
 		}
+		content, refusal := ts.sealed(wr)
+		if refusal != nil {
+			refusals = append(refusals, *refusal)
+			continue
+		}
+		ops = append(ops, manifest.Upsert{ID: wr.ID, YAML: content, Sensitive: wr.Sensitive})
 	}
-	res, err := manifest.Plan(ix, ops)
+	res, err := ts.planner().Plan(ix, ops)
 	if err != nil {
 		return nil, fmt.Errorf("planning a commit for GitTarget %s: %w", win.target, err)
 	}
-	plan := &windowPlan{target: win.target, indexChanges: res.Changes, refusals: res.Refusals, contents: map[string][]byte{}}
+	plan := &windowPlan{target: win.target, indexChanges: res.Changes, refusals: append(refusals, res.Refusals...), contents: map[string][]byte{}}
 	for _, c := range res.Changes {
 		plan.files = append(plan.files, forges.FileChange{Path: c.Path, Content: c.Content, Delete: c.Delete})
 		plan.touched = append(plan.touched, c.Path)

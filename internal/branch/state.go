@@ -38,6 +38,7 @@ func newBranchState(forge forges.Forge, branch string) *branchState {
 
 func (s *branchState) setTarget(t Target) {
 	if ts, ok := s.targets[t.Key]; ok && ts.target.Path == t.Path {
+		ts.target = t // the index still holds; the encryptor may be new
 		return
 	}
 	s.targets[t.Key] = &targetState{target: t}

@@ -76,6 +76,22 @@ type Sweep struct {
 type Target struct {
 	Key  TargetKey
 	Path string
+	// Encryptor encrypts the target's sensitive objects; nil when the
+	// target cannot encrypt, and the planner then refuses them.
+	Encryptor Encryptor
+}
+
+// Encryptor turns a sensitive object's sanitized YAML into a SOPS
+// document (internal/encryption).
+type Encryptor interface {
+	// Encrypt returns the encrypted document. object names the object;
+	// existing is its current document in Git, nil when it has none, and is
+	// returned unchanged when it already holds plaintext, so an unchanged
+	// object makes no commit.
+	Encrypt(object string, plaintext, existing []byte) ([]byte, error)
+	// SopsConfig is the .sops.yaml staged at the target root with the
+	// first write.
+	SopsConfig() []byte
 }
 
 // CommitInfo reports a commit that reached the remote.

@@ -101,6 +101,20 @@ func (ix *Index) Lookup(id ObjectID) (string, bool) {
 	return locations[0].path, true
 }
 
+// Document returns the text of the object's document as it stands (its
+// section, without a leading '---' marker or comments), for a caller that
+// needs the current content: a SOPS document's data key is reused when the
+// object is encrypted again.
+func (ix *Index) Document(id ObjectID) ([]byte, bool) {
+	loc, ok := ix.find(id.key())
+	if !ok {
+		return nil, false
+	}
+	file := ix.manifests[loc.path]
+	s := file.sections[loc.section]
+	return file.content[s.body:s.end], true
+}
+
 // Add indexes the file at p with content, replacing what was known about p.
 func (ix *Index) Add(p string, content []byte) error {
 	rel, err := ix.relative(p)

@@ -89,3 +89,14 @@ func TestASensitiveObjectMayMoveIntoAFileItsOldNeighbourLeft(t *testing.T) {
 	require.Empty(t, result.Refusals, "deletes are planned first, so the secret is alone by the time it is written")
 	require.Equal(t, map[string]string{"team-a/bundle.yaml": "---\n" + encryptedSecretYAML("team-a", "db", "new")}, contents(result))
 }
+
+func TestDocumentReturnsAnObjectsCurrentText(t *testing.T) {
+	secret := encryptedSecretYAML("team-a", "db", "old")
+	ix := newIndex(t, ".", map[string]string{"team-a/bundle.yaml": configMapYAML("team-a", "app", "v") + "---\n# the database\n" + secret})
+
+	doc, ok := ix.Document(secretID("team-a", "db"))
+	require.True(t, ok)
+	require.Equal(t, secret, string(doc), "the section body: no marker, no leading comment")
+	_, ok = ix.Document(secretID("team-a", "absent"))
+	require.False(t, ok)
+}
