@@ -133,9 +133,19 @@ const (
 	ReasonInvalidCredentials = "InvalidCredentials"
 	// ReasonRateLimited: the forge asked the operator to wait.
 	ReasonRateLimited = "RateLimited"
-	// ReasonSigningKeyMissing: signing is configured but no key exists and
-	// generateWhenMissing is false.
+	// ReasonSigningKeyMissing: signing is configured but the Secret or its
+	// key does not exist, and no key was generated: generateWhenMissing is
+	// false, or the operator may not write the Secret. Nothing is committed
+	// until a key exists.
 	ReasonSigningKeyMissing = "SigningKeyMissing"
+	// ReasonSigningKeyInvalid: the signing key Secret holds something that
+	// cannot sign: not an SSH private key, or one protected by a
+	// passphrase. Nothing is committed, and the key is never replaced.
+	ReasonSigningKeyInvalid = "SigningKeyInvalid"
+	// ReasonSigningUnsupported: signing is configured but the forge's API
+	// cannot carry a commit signature (Gitea, GitLab). Nothing is committed
+	// rather than commits made unsigned.
+	ReasonSigningUnsupported = "SigningUnsupported"
 )
 
 // CommitRequest reasons, carried on Ready.

@@ -37,10 +37,11 @@ const (
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
 
 // GitProviderReconciler checks that a GitProvider can be written: its
-// credentials exist and fit its URL, its forge is supported, its commit
-// message templates parse, and the repository answers with the
-// credentials. The result is the provider's conditions, which GitTargets
-// gate on.
+// signing key exists (generated when asked) and its forge can carry
+// signatures, its credentials exist and fit its URL, its forge is
+// supported, its commit message templates parse, and the repository
+// answers with the credentials. The result is the provider's conditions,
+// which GitTargets gate on.
 type GitProviderReconciler struct {
 	// Client reads GitProviders (from the manager's cache) and patches their
 	// status.
@@ -69,6 +70,8 @@ type providerRun struct {
 	conditions conditionSet
 	creds      credentials.Credentials
 	forge      forges.Forge
+	// signing, when set, holds Ready back once every other check passed.
+	signing *signingHold
 }
 
 // providerStep is one check of a reconcile. done ends the reconcile: the
@@ -94,7 +97,8 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	provider.Status.Forge = forgeconn.ForgeType(provider.Spec)
 	run := &providerRun{provider: provider, conditions: newConditionSet(&provider.Status.Conditions, provider.Generation)}
 	steps := []providerStep{
-		r.reportSigning, r.readCredentials, r.openForge, r.parseMessageTemplates, r.probeRepository,
+		r.ensureSigningKey, r.readCredentials, r.openForge, r.checkForgeSignatures, r.parseMessageTemplates,
+		r.probeRepository,
 	}
 	for _, step := range steps {
 		done, stepResult, stepErr := step(ctx, run)
@@ -102,10 +106,9 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return stepResult, stepErr
 		}
 	}
-	run.markReady()
 	// Come back to notice a remote that went away or credentials revoked
 	// on the forge; neither changes anything in Kubernetes.
-	return ctrl.Result{RequeueAfter: r.recheckInterval()}, nil
+	return r.finish(run)
 }
 
 // patchStatus writes the status with one merge patch against what was

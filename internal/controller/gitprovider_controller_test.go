@@ -165,20 +165,3 @@ func TestGitProviderRefusesAnInvalidMessageTemplate(t *testing.T) {
 
 	waitForState(t, key, stalledState(metav1.ConditionUnknown, v1alpha3.ReasonInvalidSpec, "spec.commit.message", "groupTemplate"))
 }
-
-func TestGitProviderSigningDoesNotBlockReady(t *testing.T) {
-	t.Parallel()
-	server := startTestGitServer(t, harness.GitServerOptions{})
-	namespace := createTestNamespace(t)
-	startGitProviderController(t, namespace, &controller.GitProviderReconciler{})
-	provider := newProvider(namespace, server.HTTPURL("repo"), "")
-	provider.Spec.Commit.Signing = &v1alpha3.CommitSigning{SecretRef: v1alpha3.SecretKeyReference{Name: "signing-key"}}
-	key := createProvider(t, provider)
-
-	got := waitForState(t, key, readyState())
-	signing := meta.FindStatusCondition(got.Status.Conditions, v1alpha3.ConditionSigningKeyReady)
-	require.NotNil(t, signing)
-	require.Equal(t, metav1.ConditionFalse, signing.Status)
-	require.Equal(t, v1alpha3.ReasonSigningKeyMissing, signing.Reason)
-	require.Equal(t, "commit signing is not available yet", signing.Message)
-}

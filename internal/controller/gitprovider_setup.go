@@ -20,8 +20,9 @@ import (
 )
 
 // gitProviderReferencesIndex is a field index on GitProviders: the objects
-// a provider reads credentials from, as "Secret/<name>" and
-// "ConfigMap/<name>" (spec.secretRef.name, and spec.knownHostsRef).
+// a provider reads credentials and its signing key from, as "Secret/<name>"
+// and "ConfigMap/<name>" (spec.secretRef.name, spec.knownHostsRef, and
+// spec.commit.signing.secretRef.name).
 const gitProviderReferencesIndex = "gitprovider.credentialReferences"
 
 // Bounds of the backoff for a provider whose probe fails transiently: the
@@ -94,6 +95,9 @@ func credentialReferences(obj client.Object) []string {
 			kind = kindSecret
 		}
 		values = append(values, referenceIndexValue(kind, ref.Name))
+	}
+	if signing := provider.Spec.Commit.Signing; signing != nil {
+		values = append(values, referenceIndexValue(kindSecret, signing.SecretRef.Name))
 	}
 	return values
 }

@@ -16,24 +16,6 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 )
 
-// signingNotAvailableMessage is SigningKeyReady's message while commit
-// signing is not implemented.
-const signingNotAvailableMessage = "commit signing is not available yet"
-
-// reportSigning sets SigningKeyReady when spec.commit.signing is set:
-// False/SigningKeyMissing, since signing is not implemented yet. It does not
-// block Ready: commits are made unsigned rather than not at all. Without
-// signing configured the condition is removed.
-func (r *GitProviderReconciler) reportSigning(_ context.Context, run *providerRun) (bool, ctrl.Result, error) {
-	if run.provider.Spec.Commit.Signing == nil {
-		run.conditions.remove(v1alpha3.ConditionSigningKeyReady)
-		return proceed()
-	}
-	run.conditions.set(v1alpha3.ConditionSigningKeyReady, metav1.ConditionFalse,
-		v1alpha3.ReasonSigningKeyMissing, signingNotAvailableMessage)
-	return proceed()
-}
-
 // readCredentials reads spec.secretRef and spec.knownHostsRef.
 //
 //   - a referenced Secret/ConfigMap or key is missing → Stalled,

@@ -58,6 +58,12 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
 		return errStop
 	}
+	signer, signingVersion, err := r.commitSigner(ctx, gp, forge)
+	if err != nil {
+		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
+		run.requeue = retryShort
+		return errStop
+	}
 	window := 5 * time.Second
 	if gp.Spec.Push.CommitWindow != nil {
 		window = gp.Spec.Push.CommitWindow.Duration
@@ -66,11 +72,13 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 	run.spec.Path = run.target.Spec.Path
 	run.spec.Worker = branch.Key{ProviderNamespace: gp.Namespace, Provider: gp.Name, Branch: run.target.Spec.Branch}
 	run.spec.Settings = engine.WorkerSettings{
-		Fingerprint: fmt.Sprintf("generation=%d,secret=%s,knownhosts=%s", gp.Generation, creds.ResourceVersion, creds.KnownHostsResourceVersion),
+		Fingerprint: fmt.Sprintf("generation=%d,secret=%s,knownhosts=%s,signing=%s",
+			gp.Generation, creds.ResourceVersion, creds.KnownHostsResourceVersion, signingVersion),
 		Config: branch.Config{
 			Forge:        forge,
 			Committer:    branch.Author{Name: gp.Spec.Commit.Committer.Name, Email: gp.Spec.Commit.Committer.Email},
 			Messages:     messages,
+			Signer:       signer,
 			CommitWindow: window,
 			Requests:     requests.Load,
 		},

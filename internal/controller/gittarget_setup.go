@@ -21,14 +21,15 @@ import (
 )
 
 // SetupWithManager registers the reconciler with narrow dependency watches:
-// spec changes and Ready transitions of providers, rule changes, namespace
-// label changes, CRD changes, and the engine's runtime notifications.
+// spec changes and Ready transitions of providers (and a GitProvider's new
+// signing key), rule changes, namespace label changes, CRD changes, and the
+// engine's runtime notifications.
 func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gittarget").
 		For(&v1alpha3.GitTarget{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha3.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProvider),
-			builder.WithPredicates(specOrReadyChanged())).
+			builder.WithPredicates(predicate.Or(specOrReadyChanged(), signingKeyChanged()))).
 		Watches(&v1alpha3.ClusterProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfClusterProvider),
 			builder.WithPredicates(specOrReadyChanged())).
 		Watches(&v1alpha3.WatchRule{}, handler.EnqueueRequestsFromMapFunc(r.targetOfWatchRule),

@@ -122,7 +122,8 @@ func applyRate(cfg *rest.Config, cp *v1alpha3.ClusterProvider) {
 
 // providerReady waits (Reconciling) until the GitProvider is Ready, and
 // reports its reason: a GitTarget cannot write through a provider that
-// cannot reach its repository.
+// cannot reach its repository. A provider that cannot sign also stops the
+// target's mirroring (stopWhenSigningUnavailable).
 func (r *GitTargetReconciler) providerReady(ctx context.Context, run *targetRun) error {
 	ready := meta.FindStatusCondition(run.provider.Status.Conditions, v1alpha3.ConditionReady)
 	if ready != nil && ready.Status == metav1.ConditionTrue {
@@ -134,6 +135,7 @@ func (r *GitTargetReconciler) providerReady(ctx context.Context, run *targetRun)
 	}
 	run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, msg)
 	run.requeue = retryShort
+	r.stopWhenSigningUnavailable(ctx, run)
 	return errStop
 }
 
