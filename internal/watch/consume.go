@@ -25,6 +25,7 @@ type replayState struct {
 // start over.
 func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVersion string, replay *replayState) (string, error) {
 	defer w.Stop()
+	s.connected()
 	for {
 		var ev apiwatch.Event
 		var open bool
@@ -121,6 +122,7 @@ func (s *Stream) listThenFollow(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("listing %s: %w", s.Scope, err)
 		}
+		s.connected()
 		for i := range list.Items {
 			obj := &list.Items[i]
 			replay.present = append(replay.present, ObjectKey{obj.GetNamespace(), obj.GetName()})

@@ -29,14 +29,19 @@ type Scope struct {
 }
 
 func (s Scope) String() string {
-	res := s.GVR.Resource
-	if s.GVR.Group != "" {
-		res += "." + s.GVR.Group
-	}
 	if s.Namespace == "" {
-		return res + " (cluster)"
+		return s.Resource() + " (cluster)"
 	}
-	return res + " in " + s.Namespace
+	return s.Resource() + " in " + s.Namespace
+}
+
+// Resource names the resource as kubectl does: resource.group, or the
+// resource alone in the core group.
+func (s Scope) Resource() string {
+	if s.GVR.Group == "" {
+		return s.GVR.Resource
+	}
+	return s.GVR.Resource + "." + s.GVR.Group
 }
 
 // EventKind says what happened.
@@ -98,8 +103,23 @@ type Stream struct {
 	Log      logr.Logger
 	// MinBackoff and MaxBackoff bound the wait between failed connects.
 	MinBackoff, MaxBackoff time.Duration
+	// OnForbidden, when set, is called when the source starts refusing the
+	// stream's list or watch with 403 Forbidden (once per refusal spell, not
+	// per retry).
+	OnForbidden func(Forbidden)
 
-	phase atomic.Int32
+	phase     atomic.Int32
+	forbidden atomic.Pointer[Forbidden]
+}
+
+// Forbidden is the source's RBAC refusing a stream's list or watch. Unlike
+// a network failure it does not heal by itself: someone must grant the
+// operator list and watch on the scope, so it is reported until a connect
+// succeeds.
+type Forbidden struct {
+	Scope Scope
+	// Message is the API server's, which names the user and the refused verb.
+	Message string
 }
 
 // errReplay asks the loop for a fresh replay (410 Gone, or a watch closed
@@ -108,6 +128,12 @@ var errReplay = errors.New("replay needed")
 
 // Phase reports the stream's phase; safe from any goroutine.
 func (s *Stream) Phase() Phase { return Phase(s.phase.Load()) }
+
+// Forbidden reports the refusal that made the last connect fail, nil when
+// the last connect succeeded or failed for another reason; safe from any
+// goroutine. It stays set while a retry is under way, so a status read
+// between two attempts still sees it.
+func (s *Stream) Forbidden() *Forbidden { return s.forbidden.Load() }
 
 // Run follows the scope until ctx ends or the handler fails. A closed watch
 // resumes from the last resourceVersion; 410 Gone and unfinished replays
@@ -136,6 +162,7 @@ func (s *Stream) Run(ctx context.Context) error {
 			backoff = s.MinBackoff
 		case err != nil:
 			s.phase.Store(int32(PhaseFailing))
+			s.recordFailure(err)
 			s.Log.Info("watch failed; retrying", "scope", s.Scope.String(), "in", backoff.String(), "error", err.Error())
 			if !s.sleep(ctx, backoff) {
 				return nil
@@ -146,6 +173,32 @@ func (s *Stream) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// recordFailure keeps a 403 Forbidden for Forbidden() and tells OnForbidden
+// when a refusal spell begins; any other failure ends the spell.
+func (s *Stream) recordFailure(err error) {
+	if !apierrors.IsForbidden(err) {
+		s.forbidden.Store(nil)
+		return
+	}
+	refusal := &Forbidden{Scope: s.Scope, Message: apiMessage(err)}
+	if s.forbidden.Swap(refusal) == nil && s.OnForbidden != nil {
+		s.OnForbidden(*refusal)
+	}
+}
+
+// connected ends a refusal spell: the source answered a list or watch.
+func (s *Stream) connected() { s.forbidden.Store(nil) }
+
+// apiMessage is the API server's own message for a status error, without
+// the operator's wrapping.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
 }
 
 func (s *Stream) defaults() {
