@@ -41,6 +41,7 @@ func variants() []variant {
 		{"token", "credentials: {type: token, namespace: team-a, token: {token: glpat-abc}}\n"},
 		{"ssh", fmt.Sprintf("credentials:\n  type: ssh\n  ssh:\n    privateKey: %q\n    knownHosts: %q\n", fakePrivateKey, fakeKnownHosts)},
 		{"mirrorAllTypes", "rbac: {mirrorAllTypes: true}\n"},
+		{"generateSigningKeys", "rbac: {generateSigningKeys: true}\n"},
 		{"noLeaderElection", "operator: {leaderElect: false, additionalSensitiveResources: [sealedsecrets.bitnami.com]}\n"},
 		{"serviceMonitor", "metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}\n"},
 	}
@@ -203,6 +204,10 @@ func TestTemplateCredentialsVariants(t *testing.T) {
 		require.Equal(t, []any{"*"}, last["apiGroups"])
 		require.Equal(t, []any{"get", "list", "watch"}, last["verbs"])
 	})
+	t.Run("generateSigningKeys", func(t *testing.T) {
+		require.False(t, grantsSecretWrites(t, render(t, "gr", "gitops-reverser", "")), "no Secret writes by default")
+		require.True(t, grantsSecretWrites(t, render(t, "gr", "gitops-reverser", all["generateSigningKeys"])))
+	})
 	t.Run("no leader election recreates", func(t *testing.T) {
 		d := oneOfKind(t, render(t, "gr", "gitops-reverser", all["noLeaderElection"]), "Deployment")
 		typ, _, _ := unstructured.NestedString(d.Object, "spec", "strategy", "type")
@@ -255,4 +260,19 @@ func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return c
+}
+
+// grantsSecretWrites reports whether the ClusterRole lets the operator
+// create and update Secrets, which generating a signing key needs.
+func grantsSecretWrites(t *testing.T, objs []*unstructured.Unstructured) bool {
+	t.Helper()
+	rules, _, _ := unstructured.NestedSlice(oneOfKind(t, objs, "ClusterRole").Object, "rules")
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		if fmt.Sprint(rule["apiGroups"]) == "[]" && fmt.Sprint(rule["resources"]) == "[secrets]" &&
+			fmt.Sprint(rule["verbs"]) == "[create update]" {
+			return true
+		}
+	}
+	return false
 }
