@@ -53,6 +53,9 @@ const (
 	ConditionPushed = "Pushed"
 )
 
+// Condition reasons. Every reason has a row in docs/troubleshooting.md
+// saying what it means and what to do; test/docs fails without one.
+
 // Condition reasons shared by several kinds.
 const (
 	// ReasonSucceeded: the condition holds.
@@ -94,6 +97,11 @@ const (
 	ReasonSourceUnreachable = "SourceUnreachable"
 	// ReasonInitialReplay: watches are replaying current state.
 	ReasonInitialReplay = "InitialReplay"
+	// ReasonSourceForbidden: the source's RBAC refuses the operator list or
+	// watch on a type a rule claims; the message names the resource, the
+	// namespace and the verbs to grant. The streams keep retrying, so a
+	// later grant is picked up.
+	ReasonSourceForbidden = "SourceForbidden"
 	// ReasonEncryptionRequired: a rule claims a sensitive type and the target
 	// has no encryption configured; those objects are not written.
 	ReasonEncryptionRequired = "EncryptionRequired"

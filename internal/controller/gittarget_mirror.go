@@ -19,6 +19,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/engine"
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 	"github.com/configbutler/gitops-reverser/internal/rules"
+	"github.com/configbutler/gitops-reverser/internal/watch"
 )
 
 const (
@@ -163,9 +164,10 @@ func (r *GitTargetReconciler) mirror(_ context.Context, run *targetRun) error {
 	return nil
 }
 
-// reportRuntime sets StreamsRunning (True, or False/InitialReplay while
-// replaying: Reconciling) and GitPathAccepted (False/UnsupportedContent:
-// Stalled), and the last commit.
+// reportRuntime sets StreamsRunning (True; False/SourceForbidden: Stalled
+// until the operator is granted list and watch; False/InitialReplay or
+// SourceUnreachable while replaying or reconnecting: Reconciling) and
+// GitPathAccepted (False/UnsupportedContent: Stalled), and the last commit.
 func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) error {
 	st, ok := r.Engine.Status(keyOf(run.target))
 	if !ok {
@@ -174,6 +176,10 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 	s := st.Streams
 	run.target.Status.Streams = &v1alpha3.StreamsSummary{Total: int32(s.Total), Running: int32(s.Running), Replaying: int32(s.Replaying), Failing: int32(s.Failing)}
 	switch {
+	case len(s.Forbidden) > 0:
+		// Stalled, since only a grant helps; the streams retry on their
+		// own and the target is refreshed when their replay ends.
+		run.conds.block(v1alpha3.ConditionStreamsRunning, v1alpha3.ReasonSourceForbidden, forbiddenMessage(s.Forbidden))
 	case s.Failing > 0:
 		run.conds.wait(v1alpha3.ConditionStreamsRunning, v1alpha3.ReasonSourceUnreachable,
 			fmt.Sprintf("%d of %d streams are reconnecting to the source", s.Failing, s.Total))
@@ -199,6 +205,21 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 		run.target.Status.LastCommit = &v1alpha3.CommitReference{SHA: c.Commit, URL: c.URL, Time: &metav1.Time{Time: c.Time}}
 	}
 	return nil
+}
+
+// forbiddenMessage names every refused stream and what to grant, and
+// quotes the API server once, for the user it refused.
+func forbiddenMessage(refusals []watch.Forbidden) string {
+	scopes := make([]string, 0, len(refusals))
+	for _, f := range refusals {
+		if f.Scope.Namespace == "" {
+			scopes = append(scopes, f.Scope.Resource()+" cluster-wide")
+		} else {
+			scopes = append(scopes, f.Scope.Resource()+" in namespace "+f.Scope.Namespace)
+		}
+	}
+	return fmt.Sprintf("the operator may not list/watch %s: grant it list and watch (with the chart: rbac.mirroredResources); "+
+		"the streams retry and resume once granted. The API server said: %s", strings.Join(scopes, ", "), refusals[0].Message)
 }
 
 // commitFailureReason names a failed commit by the forge's error kind.

@@ -172,6 +172,15 @@ func (o *targetObserver) ObjectRefused(t branch.TargetKey, reason string, id man
 // nothing makes no commit, and would otherwise show on the next requeue.
 func (o *targetObserver) Replayed(t branch.TargetKey) { o.engine.notify(t) }
 
+// StreamForbidden refreshes the target's status at once, so the missing
+// grant shows without waiting for the next resync.
+func (o *targetObserver) StreamForbidden(t branch.TargetKey, refusal watch.Forbidden) {
+	if o.metrics != nil {
+		o.metrics.StreamForbidden(t, refusal)
+	}
+	o.engine.notify(t)
+}
+
 func (o *targetObserver) StreamObserver() watch.Observer {
 	if o.metrics == nil {
 		return watch.NopObserver{}

@@ -128,6 +128,10 @@ func (m *Metrics) ObjectRefused(_ branch.TargetKey, reason string, _ manifest.Ob
 // Replayed implements mirror.Observer.
 func (m *Metrics) Replayed(branch.TargetKey) {}
 
+// StreamForbidden implements mirror.Observer; the GitTarget's status names
+// the refused stream.
+func (m *Metrics) StreamForbidden(branch.TargetKey, watch.Forbidden) {}
+
 // StreamObserver implements mirror.Observer.
 func (m *Metrics) StreamObserver() watch.Observer { return streamObserver{m} }
 

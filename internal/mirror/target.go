@@ -2,6 +2,8 @@ package mirror
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -24,6 +26,9 @@ type Observer interface {
 	StreamObserver() watch.Observer
 	// Replayed: every stream of the target has finished its replay.
 	Replayed(target branch.TargetKey)
+	// StreamForbidden: the source's RBAC began refusing a stream's list or
+	// watch; the stream retries with backoff.
+	StreamForbidden(target branch.TargetKey, refusal watch.Forbidden)
 }
 
 // Target mirrors one GitTarget: one watch stream per claim, all feeding the
@@ -136,6 +141,9 @@ func (t *Target) startLocked(key claimKey, c rules.Claim) {
 		Observer: t.observer.StreamObserver(),
 		Clock:    t.clock,
 		Log:      t.log,
+		OnForbidden: func(refusal watch.Forbidden) {
+			t.observer.StreamForbidden(t.Key, refusal)
+		},
 	}
 	sctx, cancel := context.WithCancel(t.ctx)
 	r := &running{claim: c, stream: stream, cancel: cancel, done: make(chan struct{})}
@@ -199,6 +207,8 @@ func (t *Target) refuse(reason string, id manifest.ObjectID) {
 // Summary counts the target's streams by phase.
 type Summary struct {
 	Total, Running, Replaying, Failing int
+	// Forbidden lists the streams the source's RBAC refuses, by scope.
+	Forbidden []watch.Forbidden
 }
 
 // Summary reports the streams by phase, for GitTarget status.
@@ -207,6 +217,9 @@ func (t *Target) Summary() Summary {
 	defer t.mu.Unlock()
 	s := Summary{Total: len(t.streams)}
 	for _, r := range t.streams {
+		if refusal := r.stream.Forbidden(); refusal != nil {
+			s.Forbidden = append(s.Forbidden, *refusal)
+		}
 		switch r.stream.Phase() {
 		case watch.PhaseRunning:
 			s.Running++
@@ -216,6 +229,8 @@ func (t *Target) Summary() Summary {
 			s.Replaying++
 		}
 	}
+	// Map order would reorder the status message on every read.
+	slices.SortFunc(s.Forbidden, func(a, b watch.Forbidden) int { return strings.Compare(a.Scope.String(), b.Scope.String()) })
 	return s
 }
 
@@ -225,3 +240,4 @@ func (nopObserver) Forwarded(branch.TargetKey, string)                        {}
 func (nopObserver) ObjectRefused(branch.TargetKey, string, manifest.ObjectID) {}
 func (nopObserver) StreamObserver() watch.Observer                            { return watch.NopObserver{} }
 func (nopObserver) Replayed(branch.TargetKey)                                 {}
+func (nopObserver) StreamForbidden(branch.TargetKey, watch.Forbidden)         {}

@@ -96,7 +96,8 @@ func gitFile(repo, path string) string {
 // runs the operator as the chart's ServiceAccount: first without the
 // ClusterRoleBinding, where nothing may reach Git, then with it, where a
 // ConfigMap is mirrored end to end, and then with a WatchRule naming a type
-// rbac.mirroredResources does not grant, which the GitTarget must report.
+// rbac.mirroredResources does not grant, which the GitTarget must report
+// until an upgrade grants it.
 func TestOperatorRunsWithExactlyTheChartsRBAC(t *testing.T) {
 	const (
 		release, opNS, team, repo = "op", "gitops-reverser", "team-a", "team-a"
@@ -159,30 +160,52 @@ func TestOperatorRunsWithExactlyTheChartsRBAC(t *testing.T) {
 		require.Eventually(t, func() bool { return strings.Contains(gitFile(repo, file), "LOG_LEVEL: info") },
 			30*time.Second, 200*time.Millisecond, "the ConfigMap in Git at %s", file)
 
-		// A type the chart does not grant (rbac.mirroredResources holds only
-		// configmaps): the GitTarget reports the forbidden error.
-		var rule v1alpha3.WatchRule
-		require.NoError(t, env.kube.Client().Get(ctx(t), client.ObjectKey{Namespace: team, Name: "rule"}, &rule))
-		rule.Spec.Rules[0].ResourceSelector.Resources = []string{"configmaps", "services"}
-		require.NoError(t, env.kube.Client().Update(ctx(t), &rule))
-		var seen string
-		require.Eventually(t, func() bool {
-			for _, c := range targetConditions(t, team, target) {
-				msg := strings.ToLower(c.Message)
-				if strings.Contains(msg, "forbidden") ||
-					(c.Type == v1alpha3.ConditionStreamsRunning && c.Status != metav1.ConditionTrue && strings.Contains(msg, "reconnecting")) {
-					seen = fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
-					return true
-				}
-			}
-			return false
-		}, 30*time.Second, 200*time.Millisecond, "a GitTarget condition reporting the ungranted services stream: %+v\nWatchRule status: %+v",
-			targetConditions(t, team, target), ruleStatus(t, team, "rule"))
-		ready := meta.FindStatusCondition(targetConditions(t, team, target), v1alpha3.ConditionReady)
-		require.NotEqual(t, metav1.ConditionTrue, ready.Status, "Ready while a stream is forbidden")
-		t.Log("condition:", seen)
+		t.Run("a type the chart does not grant is reported, then mirrored once granted", func(t *testing.T) {
+			forbiddenUntilGranted(t, release, opNS, values, team, target, repo, path)
+		})
 		require.NoError(t, stop())
 	})
+}
+
+// forbiddenUntilGranted has the running operator's WatchRule claim Services,
+// which the chart's default rbac.mirroredResources does not grant: the
+// GitTarget must say so (StreamsRunning=False/SourceForbidden, naming the
+// resource, namespace and verbs, Stalled) and, after an upgrade that grants
+// it, recover and mirror the Service without a restart.
+func forbiddenUntilGranted(t *testing.T, release, opNS, values, team, target, repo, path string) {
+	create(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "web"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}})
+	var rule v1alpha3.WatchRule
+	require.NoError(t, env.kube.Client().Get(ctx(t), client.ObjectKey{Namespace: team, Name: "rule"}, &rule))
+	rule.Spec.Rules[0].ResourceSelector.Resources = []string{"configmaps", "services"}
+	require.NoError(t, env.kube.Client().Update(ctx(t), &rule))
+
+	var streams *metav1.Condition
+	require.Eventually(t, func() bool {
+		streams = meta.FindStatusCondition(targetConditions(t, team, target), v1alpha3.ConditionStreamsRunning)
+		return streams != nil && streams.Reason == v1alpha3.ReasonSourceForbidden
+	}, 60*time.Second, 200*time.Millisecond, "StreamsRunning=False/SourceForbidden for the ungranted services stream; conditions: %+v",
+		targetConditions(t, team, target))
+	require.Equal(t, metav1.ConditionFalse, streams.Status)
+	require.Contains(t, streams.Message, "the operator may not list/watch services in namespace "+team)
+	require.Contains(t, streams.Message, "rbac.mirroredResources")
+	t.Log("StreamsRunning:", streams.Message)
+	require.Contains(t, streams.Message, `User "system:serviceaccount:`+opNS+":"+release+`-gitops-reverser" cannot`)
+	conds := targetConditions(t, team, target)
+	require.Equal(t, metav1.ConditionFalse, meta.FindStatusCondition(conds, v1alpha3.ConditionReady).Status)
+	require.Equal(t, metav1.ConditionTrue, meta.FindStatusCondition(conds, v1alpha3.ConditionStalled).Status,
+		"only a grant helps, so the target is Stalled rather than Reconciling")
+
+	// helm upgrade with the type granted: only the ClusterRole changes.
+	granted := values + "rbac: {mirroredResources: [{apiGroups: [\"\"], resources: [configmaps, services]}]}\n"
+	install(t, byKind(render(t, release, opNS, granted), "ClusterRole"))
+	file := path + "/" + team + "/services/web.yaml"
+	require.Eventually(t, func() bool { return strings.Contains(gitFile(repo, file), "port: 80") },
+		90*time.Second, 200*time.Millisecond, "the Service in Git at %s once granted", file)
+	require.Eventually(t, func() bool {
+		c := meta.FindStatusCondition(targetConditions(t, team, target), v1alpha3.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue
+	}, 30*time.Second, 200*time.Millisecond, "GitTarget Ready again once granted; conditions: %+v", targetConditions(t, team, target))
 }
 
 // zapLevel keeps the operator's log quiet unless CHART_TEST_LOG=debug.
