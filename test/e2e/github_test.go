@@ -31,26 +31,10 @@ func TestThePipelineCommitsThroughTheGitHubAPIAsAnApp(t *testing.T) {
 	require.NoError(t, sim.CreateRepo("acme", "cluster-mirror", map[string]string{"README.md": "mirror\n"}))
 
 	ns := "via-github"
-	apply(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github-app"}, StringData: map[string]string{
-			"appID": "1234", "installationID": "5678",
-			"privateKey": string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})),
-		}},
-		&v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github"}, Spec: v1alpha3.GitProviderSpec{
-			URL:             "https://github.com/acme/cluster-mirror.git",
-			Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitHub, APIURL: sim.URL()},
-			SecretRef:       &v1alpha3.LocalObjectReference{Name: "github-app"},
-			AllowedBranches: []string{"main"},
-			Push:            v1alpha3.PushSpec{CommitWindow: &metav1.Duration{Duration: 300 * time.Millisecond}},
-		}},
-		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
-			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "github"}, Branch: "main", Path: "live"}},
-		watchRule(ns, "configmaps", "mirror", "configmaps"),
-		configMap(ns, "settings", map[string]string{"region": "eu-west-1"}),
-	)
+	githubMirror(t, sim, ns, "cluster-mirror", map[string]string{
+		"appID": "1234", "installationID": "5678",
+		"privateKey": string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})),
+	}, nil)
 	startOperator(t)
 	eventually(t, "the ConfigMap committed through the GitHub API", func() bool {
 		content, ok := sim.File("acme", "cluster-mirror", "main", "live/via-github/configmaps/settings.yaml")
@@ -81,4 +65,33 @@ func TestThePipelineCommitsThroughTheGitHubAPIAsAnApp(t *testing.T) {
 		return err == nil && gt.Status.LastCommit != nil &&
 			gt.Status.LastCommit.URL == "https://github.com/acme/cluster-mirror/commit/"+gt.Status.LastCommit.SHA
 	})
+}
+
+// githubMirror mirrors the ConfigMaps of namespace ns, one of them
+// "settings", under live/ in acme/<repo> on the GitHub simulator, through
+// GitProvider "github" with a credentials Secret holding creds; adjust, when
+// set, changes the provider's spec before it is created.
+func githubMirror(t *testing.T, sim *ghsim.Server, ns, repo string, creds map[string]string, adjust func(*v1alpha3.GitProviderSpec)) {
+	t.Helper()
+	provider := &v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github"}, Spec: v1alpha3.GitProviderSpec{
+		URL:             "https://github.com/acme/" + repo + ".git",
+		Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitHub, APIURL: sim.URL()},
+		SecretRef:       &v1alpha3.LocalObjectReference{Name: "github-credentials"},
+		AllowedBranches: []string{"main"},
+		Push:            v1alpha3.PushSpec{CommitWindow: &metav1.Duration{Duration: 300 * time.Millisecond}},
+	}}
+	if adjust != nil {
+		adjust(&provider.Spec)
+	}
+	apply(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github-credentials"}, StringData: creds},
+		provider,
+		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "github"}, Branch: "main", Path: "live"}},
+		watchRule(ns, "configmaps", "mirror", "configmaps"),
+		configMap(ns, "settings", map[string]string{"region": "eu-west-1"}),
+	)
 }

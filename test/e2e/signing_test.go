@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -164,26 +163,10 @@ func TestSignedCommitsThroughTheGitHubAPIVerify(t *testing.T) {
 	sim.AddToken("ghp_signing")
 	require.NoError(t, sim.CreateRepo("acme", "signed-mirror", map[string]string{"README.md": "mirror\n"}))
 	ns := "signed-via-github"
-	apply(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github-token"},
-			StringData: map[string]string{"token": "ghp_signing"}},
-		&v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github"}, Spec: v1alpha3.GitProviderSpec{
-			URL:             "https://github.com/acme/signed-mirror.git",
-			Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitHub, APIURL: sim.URL()},
-			SecretRef:       &v1alpha3.LocalObjectReference{Name: "github-token"},
-			AllowedBranches: []string{"main"},
-			Push:            v1alpha3.PushSpec{CommitWindow: &metav1.Duration{Duration: 300 * time.Millisecond}},
-			Commit: v1alpha3.CommitSpec{Signing: &v1alpha3.CommitSigning{
-				SecretRef: v1alpha3.SecretKeyReference{Name: "commit-signing"}, GenerateWhenMissing: true}},
-		}},
-		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
-			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "github"}, Branch: "main", Path: "live"}},
-		watchRule(ns, "configmaps", "mirror", "configmaps"),
-		configMap(ns, "settings", map[string]string{"region": "eu-west-1"}),
-	)
+	githubMirror(t, sim, ns, "signed-mirror", map[string]string{"token": "ghp_signing"}, func(spec *v1alpha3.GitProviderSpec) {
+		spec.Commit.Signing = &v1alpha3.CommitSigning{
+			SecretRef: v1alpha3.SecretKeyReference{Name: "commit-signing"}, GenerateWhenMissing: true}
+	})
 	startOperator(t)
 	eventually(t, "the ConfigMap committed through the GitHub API", func() bool {
 		_, ok := sim.File("acme", "signed-mirror", "main", "live/signed-via-github/configmaps/settings.yaml")
