@@ -110,6 +110,9 @@ const (
 	// ReasonEncryptionKeyMissing: the age key Secret is missing or holds no
 	// usable key.
 	ReasonEncryptionKeyMissing = "EncryptionKeyMissing"
+	// ReasonEncryptionKeyInvalid: a recipient in spec.encryption.age or an
+	// *.agekey entry of the key Secret is not an age key.
+	ReasonEncryptionKeyInvalid = "EncryptionKeyInvalid"
 )
 
 // Rule reasons (WatchRule, ClusterWatchRule).

@@ -125,32 +125,6 @@ func (r *GitTargetReconciler) resolveRules(ctx context.Context, run *targetRun) 
 	return nil
 }
 
-// encryption sets EncryptionConfigured. Sensitive resources are only ever
-// written encrypted; this version has no encryption, so a claimed sensitive
-// type is reported (False/EncryptionRequired) and its objects are not
-// written, while everything else mirrors.
-func (r *GitTargetReconciler) encryption(_ context.Context, run *targetRun) error {
-	var sensitive []string
-	for _, c := range run.spec.Claims {
-		if c.Sensitive {
-			sensitive = append(sensitive, c.GVR.Resource+" in "+orDefault(c.Namespace, "the cluster"))
-		}
-	}
-	run.spec.SensitiveWritable = false
-	switch {
-	case len(sensitive) > 0:
-		run.conds.setBool(v1alpha3.ConditionEncryptionConfigured, false, v1alpha3.ReasonEncryptionRequired,
-			fmt.Sprintf("rules claim sensitive resources (%s), which are only written encrypted; encryption is not configured, so they are not written", strings.Join(sensitive, ", ")))
-	case run.target.Spec.Encryption != nil:
-		run.conds.setBool(v1alpha3.ConditionEncryptionConfigured, false, v1alpha3.ReasonEncryptionNotConfigured,
-			"spec.encryption is set but this operator version does not encrypt yet; sensitive resources are not written")
-	default:
-		run.conds.setBool(v1alpha3.ConditionEncryptionConfigured, false, v1alpha3.ReasonEncryptionNotConfigured,
-			"no sensitive resources are claimed; encryption is not configured")
-	}
-	return nil
-}
-
 // mirror hands the target to the engine.
 func (r *GitTargetReconciler) mirror(_ context.Context, run *targetRun) error {
 	if err := r.Engine.ApplyTarget(run.spec); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/encryption"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/mirror"
 	"github.com/configbutler/gitops-reverser/internal/rules"
@@ -23,9 +24,11 @@ type TargetSpec struct {
 	// Settings build the worker when it does not run yet or changed.
 	Settings WorkerSettings
 	// Source is the ClusterProvider name; EnsureSource must have run.
-	Source            string
-	Claims            []rules.Claim
-	SensitiveWritable bool
+	Source string
+	Claims []rules.Claim
+	// Encryption encrypts the target's sensitive objects; nil when it
+	// cannot, and they are refused, never written in plaintext.
+	Encryption *encryption.Encryptor
 }
 
 type targetEntry struct {
@@ -54,7 +57,8 @@ type TargetStatus struct {
 
 // ApplyTarget makes the engine mirror spec: the worker runs, knows the
 // target, and one watch stream per claim runs against the source. A change
-// of worker or source restarts the target's streams (with a replay).
+// of worker, source or encryption keys restarts the target's streams (with
+// a replay), so sensitive objects are written, or re-encrypted, at once.
 func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	runCtx, err := e.running()
 	if err != nil {
@@ -65,12 +69,14 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		return fmt.Errorf("source %s is not connected", spec.Source)
 	}
 	worker, replaced := e.ensureWorker(runCtx, spec.Worker, spec.Settings)
-	if err := worker.SetTarget(runCtx, branch.Target{Key: spec.Key, Path: spec.Path}); err != nil {
+	e.keepEncryptor(&spec)
+	if err := worker.SetTarget(runCtx, branch.Target{Key: spec.Key, Path: spec.Path, Encryptor: encryptorOf(spec.Encryption)}); err != nil {
 		return fmt.Errorf("registering GitTarget %s with its branch worker: %w", spec.Key, err)
 	}
 	e.mu.Lock()
 	entry := e.targets[spec.Key]
-	restart := entry == nil || replaced || entry.worker != worker || entry.source != src || entry.spec.Path != spec.Path
+	restart := entry == nil || replaced || entry.worker != worker || entry.source != src || entry.spec.Path != spec.Path ||
+		entry.spec.Encryption != spec.Encryption
 	var old *mirror.Target
 	if restart {
 		if entry != nil {
@@ -88,9 +94,28 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	if old != nil {
 		old.Stop()
 	}
-	entry.mirror.SetSensitiveWritable(spec.SensitiveWritable)
+	entry.mirror.SetSensitiveWritable(spec.Encryption != nil)
 	entry.mirror.Update(spec.Claims)
 	return nil
+}
+
+// keepEncryptor reuses the running encryptor when the keys did not change
+// (the controller builds a new one every reconcile): its cache of encrypted
+// output lives on, and the target is not restarted.
+func (e *Engine) keepEncryptor(spec *TargetSpec) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if entry := e.targets[spec.Key]; entry != nil && entry.spec.Encryption.Fingerprint() == spec.Encryption.Fingerprint() {
+		spec.Encryption = entry.spec.Encryption
+	}
+}
+
+// encryptorOf keeps a nil encryptor a nil interface for the worker.
+func encryptorOf(e *encryption.Encryptor) branch.Encryptor {
+	if e == nil {
+		return nil
+	}
+	return e
 }
 
 // RemoveTarget stops mirroring a GitTarget. Its files stay in Git.
