@@ -66,21 +66,29 @@ func metricSum(t *testing.T, name string) float64 {
 // time.
 func startOperator(t *testing.T) (stop func()) {
 	t.Helper()
+	return startOperatorWith(t, nil)
+}
+
+// startOperatorWith is startOperator with options changed by tune.
+func startOperatorWith(t *testing.T, tune func(*operator.Options)) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &operatorProcess{cancel: cancel, done: make(chan error, 1), registry: prometheus.NewRegistry()}
 	lastRegistry = p.registry
-	go func() {
-		p.done <- operator.Run(ctx, operator.Options{
-			Config:             env.kube.Config(),
-			MetricsAddr:        "0",
-			ProbeAddr:          "0",
-			LeaderElect:        true,
-			OperatorNamespace:  "default",
-			TargetResync:       2 * time.Second,
-			Registry:           p.registry,
-			SkipNameValidation: true,
-		})
-	}()
+	opts := operator.Options{
+		Config:             env.kube.Config(),
+		MetricsAddr:        "0",
+		ProbeAddr:          "0",
+		LeaderElect:        true,
+		OperatorNamespace:  "default",
+		TargetResync:       2 * time.Second,
+		Registry:           p.registry,
+		SkipNameValidation: true,
+	}
+	if tune != nil {
+		tune(&opts)
+	}
+	go func() { p.done <- operator.Run(ctx, opts) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

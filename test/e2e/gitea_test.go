@@ -23,6 +23,7 @@ import (
 var giteaServer struct {
 	once sync.Once
 	g    *harness.Gitea
+	dir  string // its state, repositories included
 	err  error
 }
 
@@ -34,6 +35,7 @@ func sharedGitea(t *testing.T) *harness.Gitea {
 			giteaServer.err = err
 			return
 		}
+		giteaServer.dir = dir
 		giteaServer.g, giteaServer.err = harness.StartGitea(dir)
 	})
 	require.NoError(t, giteaServer.err)

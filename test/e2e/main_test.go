@@ -52,5 +52,31 @@ func run(m *testing.M) (int, error) {
 			giteaServer.g.Stop()
 		}
 	}()
-	return m.Run(), nil
+	code := m.Run()
+	if code == 0 {
+		code = scanForSecretLeaks()
+	}
+	return code, nil
+}
+
+// scanForSecretLeaks fails the suite when any repository a test wrote holds
+// a Secret value in plaintext: sensitive objects reach Git only encrypted.
+func scanForSecretLeaks() int {
+	roots := []string{env.git.Root}
+	if giteaServer.dir != "" {
+		roots = append(roots, giteaServer.dir)
+	}
+	leaks, repos, err := plaintextSecretLeaks(roots...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scanning the suite's repositories for Secret values:", err)
+		return 1
+	}
+	for _, leak := range leaks {
+		fmt.Fprintln(os.Stderr, "SECRET IN PLAINTEXT:", leak)
+	}
+	if len(leaks) > 0 {
+		return 1
+	}
+	fmt.Printf("no Secret value in plaintext in any object of the %d repositories the suite wrote\n", repos)
+	return 0
 }

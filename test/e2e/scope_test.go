@@ -81,29 +81,46 @@ func TestCRDCreatedAfterStartIsPickedUpByAWildcardRule(t *testing.T) {
 	startOperator(t)
 	waitReady(t, m.ns, m.target)
 
-	apply(t, widgetCRD())
-	eventually(t, "the CRD served", func() bool {
-		var crd apiextensionsv1.CustomResourceDefinition
-		err := env.kube.Client().Get(context.Background(), client.ObjectKey{Name: "widgets.late.example.com"}, &crd)
-		return err == nil && crdEstablished(&crd)
-	})
-	widget := &unstructured.Unstructured{Object: map[string]any{
+	applyCRD(t, widgetCRD())
+	createCustom(t, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "late.example.com/v1", "kind": "Widget",
 		"metadata": map[string]any{"namespace": m.ns, "name": "gear"}, "spec": map[string]any{"size": int64(3)},
-	}}
-	require.Eventually(t, func() bool { return env.kube.Client().Create(context.Background(), widget) == nil },
-		10*time.Second, 200*time.Millisecond, "creating a Widget")
+	}})
 	eventually(t, "the Widget in Git", func() bool {
 		return containsLine(gitFile(t, m.repo, m.path+"/late-crd/late.example.com/widgets/gear.yaml"), "  size: 3")
 	})
 }
 
 func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
+	return namespacedCRD("late.example.com", "widget", "Widget")
+}
+
+// applyCRD creates a CRD and waits until it is served.
+func applyCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	apply(t, crd)
+	eventually(t, "CRD "+crd.Name+" served", func() bool {
+		var got apiextensionsv1.CustomResourceDefinition
+		err := env.kube.Client().Get(context.Background(), client.ObjectKey{Name: crd.Name}, &got)
+		return err == nil && crdEstablished(&got)
+	})
+}
+
+// createCustom creates a custom resource, retrying while its new type is
+// not served by every API server path yet.
+func createCustom(t *testing.T, obj *unstructured.Unstructured) {
+	t.Helper()
+	require.Eventually(t, func() bool { return env.kube.Client().Create(context.Background(), obj) == nil },
+		10*time.Second, 200*time.Millisecond, "creating a %s", obj.GetKind())
+}
+
+// namespacedCRD is a namespaced type served at v1 that keeps any field.
+func namespacedCRD(group, singular, kind string) *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.late.example.com"},
+		ObjectMeta: metav1.ObjectMeta{Name: singular + "s." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "late.example.com", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: singular + "s", Singular: singular, Kind: kind, ListKind: kind + "List"},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},

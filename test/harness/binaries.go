@@ -16,6 +16,9 @@ const (
 	KubeAPIServerVersion = "v1.37.2"
 	EtcdVersion          = "v3.7.3"
 	GiteaVersion         = "v1.27.3"
+	// SopsVersion is the sops CLI, kept equal to the sops library the
+	// operator links.
+	SopsVersion = "v3.13.3"
 )
 
 var buildMu sync.Mutex
@@ -39,7 +42,7 @@ func ToolsCacheDir() (string, error) {
 }
 
 // BinaryPath returns the path of a built component binary (kube-apiserver,
-// etcd or gitea), building it with test/tools/build.sh when the cache does
+// etcd, gitea or sops), building it with test/tools/build.sh when the cache does
 // not hold it yet. The directory holding the binary also holds any runtime
 // files built with it (Gitea's static/ tree).
 func BinaryPath(name, version string) (string, error) {

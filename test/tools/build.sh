@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the real components the test harness runs (kube-apiserver, etcd,
-# Gitea) from their Go modules and caches them by version outside the
+# Gitea, and the sops CLI the encryption tests decrypt with) from their Go
+# modules and caches them by version outside the
 # repository, so only the first run on a machine pays for the build.
 #
-#   test/tools/build.sh [kube-apiserver|etcd|gitea ...]   (default: all)
+#   test/tools/build.sh [kube-apiserver|etcd|gitea|sops ...]   (default: all)
 #
 # Prints nothing but progress; the harness finds the binaries through
 # test/harness.BinaryPath, which uses the same cache layout.
@@ -15,6 +16,7 @@ cache=${GITOPS_REVERSER_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gitops-reve
 KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
 GITEA_VERSION=v1.27.3
+SOPS_VERSION=v3.13.3
 
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}code.gitea.io/sdk,gitea.dev
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
@@ -65,13 +67,18 @@ gitea() {
 	fi
 }
 
+sops_cli() {
+	build sops "$SOPS_VERSION" sops github.com/getsops/sops/v3/cmd/sops "-s -w"
+}
+
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(etcd kube-apiserver gitea)
+[ ${#targets[@]} -gt 0 ] || targets=(etcd kube-apiserver gitea sops)
 for t in "${targets[@]}"; do
 	case $t in
 	kube-apiserver) kube_apiserver ;;
 	etcd) etcd ;;
 	gitea) gitea ;;
+	sops) sops_cli ;;
 	*) echo "unknown component: $t" >&2; exit 2 ;;
 	esac
 done
