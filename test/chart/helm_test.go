@@ -42,6 +42,7 @@ func variants() []variant {
 		{"ssh", fmt.Sprintf("credentials:\n  type: ssh\n  ssh:\n    privateKey: %q\n    knownHosts: %q\n", fakePrivateKey, fakeKnownHosts)},
 		{"mirrorAllTypes", "rbac: {mirrorAllTypes: true}\n"},
 		{"generateSigningKeys", "rbac: {generateSigningKeys: true}\n"},
+		{"generateEncryptionKeys", "rbac: {generateEncryptionKeys: true}\n"},
 		{"noLeaderElection", "operator: {leaderElect: false, additionalSensitiveResources: [sealedsecrets.bitnami.com]}\n"},
 		{"serviceMonitor", "metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}\n"},
 	}
@@ -207,6 +208,7 @@ func TestTemplateCredentialsVariants(t *testing.T) {
 	t.Run("generateSigningKeys", func(t *testing.T) {
 		require.False(t, grantsSecretWrites(t, render(t, "gr", "gitops-reverser", "")), "no Secret writes by default")
 		require.True(t, grantsSecretWrites(t, render(t, "gr", "gitops-reverser", all["generateSigningKeys"])))
+		require.True(t, grantsSecretWrites(t, render(t, "gr", "gitops-reverser", all["generateEncryptionKeys"])))
 	})
 	t.Run("no leader election recreates", func(t *testing.T) {
 		d := oneOfKind(t, render(t, "gr", "gitops-reverser", all["noLeaderElection"]), "Deployment")
@@ -263,7 +265,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 // grantsSecretWrites reports whether the ClusterRole lets the operator
-// create and update Secrets, which generating a signing key needs.
+// create and update Secrets, which generating a signing or age key needs.
 func grantsSecretWrites(t *testing.T, objs []*unstructured.Unstructured) bool {
 	t.Helper()
 	rules, _, _ := unstructured.NestedSlice(oneOfKind(t, objs, "ClusterRole").Object, "rules")
