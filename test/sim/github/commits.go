@@ -8,6 +8,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configbutler/gitops-reverser/test/sim/gitobjects"
 )
 
 // getRepository is "Get a repository" (docRepos).
@@ -57,13 +59,13 @@ func (s *Server) createCommit(w http.ResponseWriter, r *http.Request) {
 		validationFailed(w, "Invalid request.\n\n\"message\" wasn't supplied.", doc)
 		return
 	}
-	if !plumbing.IsHash(body.Tree) || !repo.hasObject(plumbing.TreeObject, plumbing.NewHash(body.Tree)) {
+	if !plumbing.IsHash(body.Tree) || !repo.Has(plumbing.TreeObject, plumbing.NewHash(body.Tree)) {
 		validationFailed(w, "Tree SHA does not exist", doc)
 		return
 	}
 	commit := &object.Commit{Message: *body.Message, TreeHash: plumbing.NewHash(body.Tree), PGPSignature: body.Signature}
 	for _, parent := range body.Parents {
-		if !plumbing.IsHash(parent) || !repo.hasObject(plumbing.CommitObject, plumbing.NewHash(parent)) {
+		if !plumbing.IsHash(parent) || !repo.Has(plumbing.CommitObject, plumbing.NewHash(parent)) {
 			validationFailed(w, "Parent SHA does not exist or is not a commit object", doc)
 			return
 		}
@@ -90,7 +92,7 @@ func (s *Server) createCommit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) storeAndRespond(w http.ResponseWriter, repo *repository, commit *object.Commit, status int, doc string, appSigned bool) {
-	h, err := repo.storeCommit(commit)
+	h, err := repo.WriteCommit(commit)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error(), doc)
 		return
@@ -150,7 +152,7 @@ func (s *Server) putContents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	h, err := repo.storeCommit(commit)
+	h, err := repo.WriteCommit(commit)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error(), docContents)
 		return
@@ -166,7 +168,7 @@ func (s *Server) putContents(w http.ResponseWriter, r *http.Request) {
 // branch, or as the first commit of an empty repository.
 func (s *Server) contentsCommit(w http.ResponseWriter, r *http.Request, repo *repository, branch, filePath string,
 	content []byte, body contentsRequest) (*object.Commit, int, bool) {
-	files, status := map[string]fileEntry{}, http.StatusCreated
+	files, status := gitobjects.Files{}, http.StatusCreated
 	commit := &object.Commit{Message: *body.Message}
 	if !repo.empty() {
 		var exists bool
@@ -180,7 +182,7 @@ func (s *Server) contentsCommit(w http.ResponseWriter, r *http.Request, repo *re
 				validationFailed(w, "Invalid request.\n\n\"sha\" wasn't supplied.", docContents)
 				return nil, 0, false
 			}
-			if body.SHA != existing.hash.String() {
+			if body.SHA != existing.Hash.String() {
 				writeError(w, http.StatusConflict, filePath+" does not match "+body.SHA, docContents)
 				return nil, 0, false
 			}
@@ -188,10 +190,10 @@ func (s *Server) contentsCommit(w http.ResponseWriter, r *http.Request, repo *re
 		}
 		commit.ParentHashes = []plumbing.Hash{repo.branches[branch]}
 	}
-	blob, err := repo.storeBlob(content)
+	blob, err := repo.WriteBlob(content)
 	if err == nil {
-		putPath(files, filePath, fileEntry{mode: filemode.Regular, hash: blob})
-		commit.TreeHash, err = repo.buildTree(files)
+		putPath(files, filePath, gitobjects.Entry{Mode: filemode.Regular, Hash: blob})
+		commit.TreeHash, err = repo.WriteFiles(files)
 	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error(), docContents)
@@ -217,10 +219,9 @@ func (s *Server) respondContents(w http.ResponseWriter, repo *repository, h plum
 		writeError(w, http.StatusInternalServerError, err.Error(), docContents)
 		return
 	}
-	commit, _ := repo.commit(h)
-	files := map[string]fileEntry{}
-	_ = repo.flatten(commit.TreeHash, "", files)
-	blob := files[filePath].hash.String()
+	commit, _ := repo.Commit(h)
+	files, _ := repo.FilesOf(commit.TreeHash)
+	blob := files[filePath].Hash.String()
 	writeJSON(w, status, map[string]any{
 		"content": map[string]any{
 			"name": path.Base(filePath), "path": filePath, "sha": blob, "size": size, "type": "file",

@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configbutler/gitops-reverser/test/sim/gitobjects"
 )
 
 // Trees, blobs and commits of the Git Database API. Every endpoint answers
@@ -29,6 +31,21 @@ func (s *Server) gitDataRepository(w http.ResponseWriter, r *http.Request, doc s
 		return nil, false
 	}
 	return repo, true
+}
+
+// gitDataObject looks up the repository and the object of type t the
+// request's {sha} names; a sha that is not such an object is 404.
+func (s *Server) gitDataObject(w http.ResponseWriter, r *http.Request, t plumbing.ObjectType, doc string) (*repository, plumbing.Hash, bool) {
+	repo, ok := s.gitDataRepository(w, r, doc)
+	if !ok {
+		return nil, plumbing.ZeroHash, false
+	}
+	sha := r.PathValue("sha")
+	if !plumbing.IsHash(sha) || !repo.Has(t, plumbing.NewHash(sha)) {
+		notFound(w, doc)
+		return nil, plumbing.ZeroHash, false
+	}
+	return repo, plumbing.NewHash(sha), true
 }
 
 // getTree is "Get a tree": the tree by sha or ref name; with recursive set
@@ -60,14 +77,14 @@ func (s *Server) getTree(w http.ResponseWriter, r *http.Request) {
 // resolveTree accepts a tree sha or a branch name ("the SHA1 value or ref
 // name for that tree", docTrees).
 func (s *Server) resolveTree(repo *repository, shaOrRef string) (plumbing.Hash, bool) {
-	if plumbing.IsHash(shaOrRef) && repo.hasObject(plumbing.TreeObject, plumbing.NewHash(shaOrRef)) {
+	if plumbing.IsHash(shaOrRef) && repo.Has(plumbing.TreeObject, plumbing.NewHash(shaOrRef)) {
 		return plumbing.NewHash(shaOrRef), true
 	}
 	head, ok := repo.branches[strings.TrimPrefix(shaOrRef, "heads/")]
 	if !ok {
 		return plumbing.ZeroHash, false
 	}
-	commit, err := repo.commit(head)
+	commit, err := repo.Commit(head)
 	if err != nil {
 		return plumbing.ZeroHash, false
 	}
@@ -75,9 +92,9 @@ func (s *Server) resolveTree(repo *repository, shaOrRef string) (plumbing.Hash, 
 }
 
 func (s *Server) listTree(repo *repository, tree plumbing.Hash, prefix string, recursive bool, out *treeJSON) error {
-	t, err := repo.tree(tree)
+	t, err := repo.Tree(tree)
 	if err != nil {
-		return fmt.Errorf("reading tree %s: %w", tree, err)
+		return err
 	}
 	for _, entry := range t.Entries {
 		if recursive && len(out.Tree) >= s.config.treeEntryLimit {
@@ -107,8 +124,7 @@ func (s *Server) treeEntry(repo *repository, path string, entry object.TreeEntry
 		out.Type = "commit"
 	default:
 		out.Type, out.URL = "blob", s.apiURL(repo, "/git/blobs/%s", entry.Hash)
-		if obj, err := repo.objects.EncodedObject(plumbing.BlobObject, entry.Hash); err == nil {
-			size := obj.Size()
+		if size, ok := repo.Size(plumbing.BlobObject, entry.Hash); ok {
 			out.Size = &size
 		}
 	}
@@ -142,14 +158,14 @@ func (s *Server) createTree(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	files := map[string]fileEntry{}
+	files := gitobjects.Files{}
 	if body.BaseTree != "" {
 		base := plumbing.NewHash(body.BaseTree)
-		if !plumbing.IsHash(body.BaseTree) || !repo.hasObject(plumbing.TreeObject, base) {
+		if !plumbing.IsHash(body.BaseTree) || !repo.Has(plumbing.TreeObject, base) {
 			validationFailed(w, "base_tree is not a valid tree oid", doc)
 			return
 		}
-		if err := repo.flatten(base, "", files); err != nil {
+		if err := repo.Flatten(base, "", files); err != nil {
 			writeError(w, http.StatusInternalServerError, err.Error(), doc)
 			return
 		}
@@ -160,7 +176,7 @@ func (s *Server) createTree(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	root, err := repo.buildTree(files)
+	root, err := repo.WriteFiles(files)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error(), doc)
 		return
@@ -174,7 +190,7 @@ func (s *Server) createTree(w http.ResponseWriter, r *http.Request) {
 }
 
 // applyTreeEntry applies one "Create a tree" entry to a flattened tree.
-func applyTreeEntry(repo *repository, files map[string]fileEntry, entry treeEntryRequest) error {
+func applyTreeEntry(repo *repository, files gitobjects.Files, entry treeEntryRequest) error {
 	path := strings.Trim(entry.Path, "/")
 	if path == "" || path != entry.Path {
 		return fmt.Errorf("tree.path %q is invalid", entry.Path)
@@ -189,11 +205,11 @@ func applyTreeEntry(repo *repository, files map[string]fileEntry, entry treeEntr
 		if err != nil {
 			return err
 		}
-		blob, err := repo.storeBlob([]byte(*entry.Content))
+		blob, err := repo.WriteBlob([]byte(*entry.Content))
 		if err != nil {
 			return err
 		}
-		putPath(files, path, fileEntry{mode: mode, hash: blob})
+		putPath(files, path, gitobjects.Entry{Mode: mode, Hash: blob})
 		return nil
 	case shaNull:
 		return deletePath(files, path)
@@ -208,7 +224,7 @@ func applyTreeEntry(repo *repository, files map[string]fileEntry, entry treeEntr
 // putObject points path at an existing object: a blob, a subtree (mode
 // 040000) or a submodule commit (mode 160000, not checked: it lives in
 // another repository).
-func putObject(repo *repository, files map[string]fileEntry, path string, entry treeEntryRequest) error {
+func putObject(repo *repository, files gitobjects.Files, path string, entry treeEntryRequest) error {
 	var sha string
 	if err := json.Unmarshal(entry.SHA, &sha); err != nil || !plumbing.IsHash(sha) {
 		return fmt.Errorf("tree.sha %s is not a valid object id", entry.SHA)
@@ -220,18 +236,18 @@ func putObject(repo *repository, files map[string]fileEntry, path string, entry 
 	hash := plumbing.NewHash(sha)
 	switch mode {
 	case filemode.Dir:
-		if !repo.hasObject(plumbing.TreeObject, hash) {
+		if !repo.Has(plumbing.TreeObject, hash) {
 			return fmt.Errorf("tree.sha %s is not a valid tree", sha)
 		}
 		_ = deletePath(files, path)
-		return repo.flatten(hash, path, files)
+		return repo.Flatten(hash, path, files)
 	case filemode.Submodule:
 	default:
-		if !repo.hasObject(plumbing.BlobObject, hash) {
+		if !repo.Has(plumbing.BlobObject, hash) {
 			return fmt.Errorf("tree.sha %s is not a valid blob", sha)
 		}
 	}
-	putPath(files, path, fileEntry{mode: mode, hash: hash})
+	putPath(files, path, gitobjects.Entry{Mode: mode, Hash: hash})
 	return nil
 }
 
@@ -258,20 +274,17 @@ func parseMode(mode string) (filemode.FileMode, error) {
 // getBlob is "Get a blob": the content base64-encoded (docBlobs).
 func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 	const doc = docBlobs + "#get-a-blob"
-	repo, ok := s.gitDataRepository(w, r, doc)
+	repo, h, ok := s.gitDataObject(w, r, plumbing.BlobObject, doc)
 	if !ok {
 		return
 	}
-	sha := r.PathValue("sha")
-	if !plumbing.IsHash(sha) || !repo.hasObject(plumbing.BlobObject, plumbing.NewHash(sha)) {
-		notFound(w, doc)
-		return
-	}
-	content, err := repo.blob(plumbing.NewHash(sha))
+	content, err := repo.Blob(h)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error(), doc)
 		return
 	}
+	// Echoed as the request spelled it; h.String() would lower-case it.
+	sha := r.PathValue("sha")
 	writeJSON(w, http.StatusOK, blobJSON{
 		SHA: sha, NodeID: "BLOB_" + sha, Size: len(content), URL: s.apiURL(repo, "/git/blobs/%s", sha),
 		Content: wrapBase64(content), Encoding: "base64",
@@ -323,7 +336,7 @@ func (s *Server) createBlob(w http.ResponseWriter, r *http.Request) {
 		validationFailed(w, fmt.Sprintf("encoding %q is not supported (utf-8, base64)", body.Encoding), doc)
 		return
 	}
-	sha, err := repo.storeBlob(content)
+	sha, err := repo.WriteBlob(content)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error(), doc)
 		return
@@ -334,16 +347,11 @@ func (s *Server) createBlob(w http.ResponseWriter, r *http.Request) {
 // getCommit is "Get a commit object" (docCommits).
 func (s *Server) getCommit(w http.ResponseWriter, r *http.Request) {
 	const doc = docCommits + "#get-a-commit-object"
-	repo, ok := s.gitDataRepository(w, r, doc)
+	repo, h, ok := s.gitDataObject(w, r, plumbing.CommitObject, doc)
 	if !ok {
 		return
 	}
-	sha := r.PathValue("sha")
-	if !plumbing.IsHash(sha) || !repo.hasObject(plumbing.CommitObject, plumbing.NewHash(sha)) {
-		notFound(w, doc)
-		return
-	}
-	out, err := s.commitResponse(repo, plumbing.NewHash(sha))
+	out, err := s.commitResponse(repo, h)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error(), doc)
 		return
@@ -352,7 +360,7 @@ func (s *Server) getCommit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) commitResponse(repo *repository, h plumbing.Hash) (commitJSON, error) {
-	commit, err := repo.commit(h)
+	commit, err := repo.Commit(h)
 	if err != nil {
 		return commitJSON{}, err
 	}

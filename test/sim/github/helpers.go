@@ -8,6 +8,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configbutler/gitops-reverser/test/sim/gitobjects"
 )
 
 // Test helpers: they read and change repositories directly, as another
@@ -59,16 +61,16 @@ func (s *Server) commitFiles(repo *repository, branch string, changes map[string
 		return plumbing.ZeroHash, err
 	}
 	if !exists {
-		files = map[string]fileEntry{}
+		files = gitobjects.Files{}
 	}
 	for path, content := range changes {
-		blob, err := repo.storeBlob([]byte(content))
+		blob, err := repo.WriteBlob([]byte(content))
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		putPath(files, path, fileEntry{mode: filemode.Regular, hash: blob})
+		putPath(files, path, gitobjects.Entry{Mode: filemode.Regular, Hash: blob})
 	}
-	tree, err := repo.buildTree(files)
+	tree, err := repo.WriteFiles(files)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -77,7 +79,7 @@ func (s *Server) commitFiles(repo *repository, branch string, changes map[string
 	if exists {
 		commit.ParentHashes = []plumbing.Hash{repo.branches[branch]}
 	}
-	h, err := repo.storeCommit(commit)
+	h, err := repo.WriteCommit(commit)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -105,7 +107,7 @@ func (s *Server) File(owner, name, branch, path string) (content string, ok bool
 	if !exists {
 		return "", false
 	}
-	raw, err := repo.blob(entry.hash)
+	raw, err := repo.Blob(entry.Hash)
 	return string(raw), err == nil
 }
 
@@ -135,7 +137,7 @@ func (s *Server) HeadCommit(owner, name, branch string) (Commit, error) {
 	if !ok {
 		return Commit{}, fmt.Errorf("branch %s does not exist in %s/%s", branch, owner, name)
 	}
-	commit, err := repo.commit(head)
+	commit, err := repo.Commit(head)
 	if err != nil {
 		return Commit{}, err
 	}

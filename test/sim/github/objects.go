@@ -2,7 +2,6 @@ package github
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -18,14 +17,9 @@ func (s *Server) CommitObject(owner, name, sha string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("repository %s/%s does not exist", owner, name)
 	}
-	obj, err := repo.objects.EncodedObject(plumbing.CommitObject, plumbing.NewHash(sha))
+	raw, err := repo.Raw(plumbing.CommitObject, plumbing.NewHash(sha))
 	if err != nil {
-		return nil, fmt.Errorf("reading commit %s of %s/%s: %w", sha, owner, name, err)
+		return nil, fmt.Errorf("repository %s/%s: %w", owner, name, err)
 	}
-	reader, err := obj.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("reading commit %s of %s/%s: %w", sha, owner, name, err)
-	}
-	defer reader.Close()
-	return io.ReadAll(reader)
+	return raw, nil
 }

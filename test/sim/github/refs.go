@@ -69,7 +69,7 @@ func (s *Server) createRef(w http.ResponseWriter, r *http.Request) {
 		validationFailed(w, "The simulator only creates branches (refs/heads/...).", doc)
 		return
 	}
-	if !plumbing.IsHash(body.SHA) || !repo.hasObject(plumbing.CommitObject, plumbing.NewHash(body.SHA)) {
+	if !plumbing.IsHash(body.SHA) || !repo.Has(plumbing.CommitObject, plumbing.NewHash(body.SHA)) {
 		validationFailed(w, "Object does not exist", doc)
 		return
 	}
@@ -109,12 +109,12 @@ func (s *Server) updateRef(w http.ResponseWriter, r *http.Request) {
 		validationFailed(w, "Reference does not exist", doc)
 		return
 	}
-	if !plumbing.IsHash(body.SHA) || !repo.hasObject(plumbing.CommitObject, plumbing.NewHash(body.SHA)) {
+	if !plumbing.IsHash(body.SHA) || !repo.Has(plumbing.CommitObject, plumbing.NewHash(body.SHA)) {
 		validationFailed(w, "Object does not exist", doc)
 		return
 	}
 	next := plumbing.NewHash(body.SHA)
-	if !body.Force && !repo.isAncestor(current, next) {
+	if !body.Force && !repo.IsAncestor(current, next) {
 		validationFailed(w, "Update is not a fast forward", doc)
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configbutler/gitops-reverser/test/sim/gitobjects"
 )
 
 // The refusals of POST /projects/:id/repository/commits. The API answers
@@ -174,7 +176,7 @@ func (s *Server) startingPoint(p *project, body commitBody) (*object.Commit, str
 		if !plumbing.IsHash(body.StartSHA) {
 			return nil, "", badRequest(msgInvalidStart, body.StartSHA)
 		}
-		c, err := p.commit(plumbing.NewHash(body.StartSHA))
+		c, err := p.Commit(plumbing.NewHash(body.StartSHA))
 		if err != nil {
 			return nil, "", badRequest(msgMissingStart, body.StartSHA)
 		}
@@ -189,7 +191,7 @@ func (s *Server) startingPoint(p *project, body commitBody) (*object.Commit, str
 		return nil, "", badRequest(msgBranchExists, body.Branch)
 	}
 	if parent == nil && startExists {
-		c, err := p.commit(p.branches[startBranch])
+		c, err := p.Commit(p.branches[startBranch])
 		if err != nil {
 			return nil, "", &refusal{status: http.StatusInternalServerError, message: err.Error()}
 		}
@@ -241,7 +243,7 @@ func (p *project) checkLastCommitIDs(startBranch string, actions []commitAction)
 
 // applyActions changes the flattened tree the way Gitaly's
 // UserCommitFiles does, refusing with Gitaly's index errors.
-func (p *project) applyActions(tree files, actions []commitAction) *refusal {
+func (p *project) applyActions(tree gitobjects.Files, actions []commitAction) *refusal {
 	for _, a := range actions {
 		if refused := checkPath(a.FilePath); refused != nil {
 			return refused
@@ -257,7 +259,7 @@ func (p *project) applyActions(tree files, actions []commitAction) *refusal {
 	return nil
 }
 
-func (p *project) applyAction(tree files, a commitAction, content []byte) *refusal {
+func (p *project) applyAction(tree gitobjects.Files, a commitAction, content []byte) *refusal {
 	current, exists := tree[a.FilePath]
 	switch a.Action {
 	case "create":
@@ -269,7 +271,7 @@ func (p *project) applyAction(tree files, a commitAction, content []byte) *refus
 		if !exists {
 			return badRequest(msgFileMissing)
 		}
-		return p.put(tree, a.FilePath, content, current.mode)
+		return p.put(tree, a.FilePath, content, current.Mode)
 	case "delete":
 		if !exists {
 			return badRequest(msgFileMissing)
@@ -281,9 +283,9 @@ func (p *project) applyAction(tree files, a commitAction, content []byte) *refus
 		if !exists {
 			return badRequest(msgFileMissing)
 		}
-		current.mode = filemode.Regular
+		current.Mode = filemode.Regular
 		if *a.ExecuteFilemode {
-			current.mode = filemode.Executable
+			current.Mode = filemode.Executable
 		}
 		tree[a.FilePath] = current
 	}
@@ -292,7 +294,7 @@ func (p *project) applyAction(tree files, a commitAction, content []byte) *refus
 
 // move renames previous_path to file_path, keeping the content unless the
 // action carries new content.
-func (p *project) move(tree files, a commitAction, content []byte) *refusal {
+func (p *project) move(tree gitobjects.Files, a commitAction, content []byte) *refusal {
 	if refused := checkPath(a.PreviousPath); refused != nil {
 		return refused
 	}
@@ -308,12 +310,12 @@ func (p *project) move(tree files, a commitAction, content []byte) *refusal {
 		tree[a.FilePath] = previous
 		return nil
 	}
-	return p.put(tree, a.FilePath, content, previous.mode)
+	return p.put(tree, a.FilePath, content, previous.Mode)
 }
 
 // put stores content at path, refusing a path that is a directory or lies
 // below a file.
-func (p *project) put(tree files, path string, content []byte, mode filemode.FileMode) *refusal {
+func (p *project) put(tree gitobjects.Files, path string, content []byte, mode filemode.FileMode) *refusal {
 	for existing := range tree {
 		if strings.HasPrefix(existing, path+"/") {
 			return badRequest(msgDirectoryExists)
@@ -322,11 +324,11 @@ func (p *project) put(tree files, path string, content []byte, mode filemode.Fil
 			return badRequest("invalid path: '%s'", path)
 		}
 	}
-	blob, err := p.writeBlob(content)
+	blob, err := p.WriteBlob(content)
 	if err != nil {
 		return &refusal{status: http.StatusInternalServerError, message: err.Error()}
 	}
-	tree[path] = file{blob: blob, mode: mode}
+	tree[path] = gitobjects.Entry{Mode: mode, Hash: blob}
 	return nil
 }
 
@@ -363,8 +365,8 @@ func decodeContent(a commitAction) ([]byte, error) {
 // identity or time (lib/api/commits.rb keeps only branch, commit_message,
 // actions, start_branch, start_sha, start_project, author_email,
 // author_name, stats and force).
-func (s *Server) storeCommit(p *project, body commitBody, user User, tree files, parent *object.Commit) (*object.Commit, error) {
-	treeID, err := p.writeTree(tree)
+func (s *Server) storeCommit(p *project, body commitBody, user User, tree gitobjects.Files, parent *object.Commit) (*object.Commit, error) {
+	treeID, err := p.WriteFiles(tree)
 	if err != nil {
 		return nil, err
 	}
@@ -388,5 +390,5 @@ func (s *Server) storeCommit(p *project, body commitBody, user User, tree files,
 		p.defaultBranch = body.Branch
 	}
 	p.branches[body.Branch] = id
-	return p.commit(id)
+	return p.Commit(id)
 }

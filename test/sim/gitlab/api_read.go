@@ -44,7 +44,7 @@ func (s *Server) getBranch(w http.ResponseWriter, p *project, name string) {
 		writeMessage(w, http.StatusNotFound, "404 Branch Not Found")
 		return
 	}
-	c, err := p.commit(head)
+	c, err := p.Commit(head)
 	if err != nil {
 		writeMessage(w, http.StatusInternalServerError, err.Error())
 		return
@@ -90,7 +90,7 @@ func (s *Server) getRawBlob(w http.ResponseWriter, p *project, sha string) {
 		writeMessage(w, http.StatusNotFound, "404 Blob Not Found")
 		return
 	}
-	content, err := p.blob(plumbing.NewHash(sha))
+	content, err := p.Blob(plumbing.NewHash(sha))
 	if err != nil {
 		writeMessage(w, http.StatusNotFound, "404 Blob Not Found")
 		return

@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/configbutler/gitops-reverser/test/sim/gitobjects"
 )
 
 // Project is a project the simulator holds.
@@ -84,10 +86,10 @@ func (s *Server) Commit(projectPath, branch, message string, contents map[string
 
 func (s *Server) commitExternally(p *project, branch, message string, contents map[string]string, who signature) (plumbing.Hash, error) {
 	var parents []plumbing.Hash
-	tree := files{}
+	tree := gitobjects.Files{}
 	if head, ok := p.branches[branch]; ok {
 		parents = []plumbing.Hash{head}
-		c, err := p.commit(head)
+		c, err := p.Commit(head)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
@@ -105,7 +107,7 @@ func (s *Server) commitExternally(p *project, branch, message string, contents m
 			return plumbing.ZeroHash, errors.New(refused.message)
 		}
 	}
-	treeID, err := p.writeTree(tree)
+	treeID, err := p.WriteFiles(tree)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -137,7 +139,7 @@ func (s *Server) File(projectPath, branch, path string) (content string, ok bool
 	if err != nil || !found {
 		return "", false
 	}
-	data, err := p.blob(entry.blob)
+	data, err := p.Blob(entry.Hash)
 	if err != nil {
 		return "", false
 	}
@@ -157,7 +159,7 @@ func (s *Server) HeadCommit(projectPath, branch string) (CommitInfo, bool) {
 	if !found {
 		return CommitInfo{}, false
 	}
-	c, err := p.commit(head)
+	c, err := p.Commit(head)
 	if err != nil {
 		return CommitInfo{}, false
 	}
