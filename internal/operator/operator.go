@@ -48,8 +48,13 @@ type Options struct {
 	SkipNameValidation bool
 }
 
-// Run starts the operator and blocks until ctx ends.
+// Run starts the operator and blocks until ctx ends. It first checks that
+// its identity has the permissions it cannot work without, and fails
+// naming each missing one.
 func Run(ctx context.Context, o Options) error {
+	if err := checkAccess(ctx, o.Config, requiredAccess(o)); err != nil {
+		return err
+	}
 	scheme, err := kubescheme.New()
 	if err != nil {
 		return err
