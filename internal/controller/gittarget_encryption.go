@@ -182,7 +182,7 @@ func (r *GitTargetReconciler) generateAgeKey(ctx context.Context, t *v1alpha3.Gi
 	}
 	if apierrors.IsForbidden(err) {
 		return "", &keyProblem{v1alpha3.ReasonEncryptionKeyMissing, fmt.Sprintf(
-			"generating an age key into Secret %s/%s was refused (%v): grant the operator create and update on secrets, or create the Secret yourself", t.Namespace, name, err)}
+			"generating an age key into Secret %s/%s was refused (%v): grant the operator create and update on secrets (with the chart: rbac.generateEncryptionKeys=true), or create the Secret yourself", t.Namespace, name, err)}
 	}
 	if err != nil {
 		return "", fmt.Errorf("storing a generated age key in Secret %s/%s: %w", t.Namespace, name, err)

@@ -1,6 +1,10 @@
 // Package encryption turns a sensitive object's sanitized YAML into a SOPS
-// document encrypted to age recipients, with the sops library: no sops
-// binary runs, and anything sops writes, `sops -d` reads back.
+// document encrypted to age recipients, with the sops library (sops.Tree
+// for value typing, encryption and the MAC, sops/aes for the value cipher,
+// sops/age for the data key): no sops binary runs, and what it writes,
+// `sops -d` reads back. The YAML around the tree is done here (see
+// document.go) to keep sops' stores, and the cloud SDKs they link, out of
+// the binary.
 //
 // It is pure: it knows nothing of Kubernetes clients, Git or the planner.
 // The GitTarget controller builds an Encryptor from the target's

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,8 +15,6 @@ import (
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
-	"github.com/getsops/sops/v3/config"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 )
 
 // maxCached bounds the cache of encrypted output: one entry per object, so
@@ -117,7 +116,7 @@ func (e *Encryptor) Decrypt(ciphertext []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newStore().EmitPlainFile(o.tree.Branches)
+	return renderDocument(o.branch, nil)
 }
 
 // encryptNew encrypts with a new data key.
@@ -126,12 +125,11 @@ func (e *Encryptor) encryptNew(plaintext []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	dataKey, group, err := e.newDataKey()
+	dataKey, stanzas, err := e.newDataKey()
 	if err != nil {
 		return nil, err
 	}
-	tree := e.newTree(branch, []sops.KeyGroup{group})
-	return seal(tree, dataKey, aes.NewCipher())
+	return e.seal(branch, stanzas, dataKey, aes.NewCipher())
 }
 
 // reencrypt encrypts plaintext with existing's data key and the cipher that
@@ -143,111 +141,105 @@ func (e *Encryptor) reencrypt(plaintext, existing []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !e.ownsKeyGroups(o.tree.Metadata.KeyGroups) {
+	if !e.ownsStanzas(o.meta.Age) {
 		return nil, errors.New("the file is encrypted to other recipients")
 	}
 	branch, err := loadPlain(plaintext)
 	if err != nil {
 		return nil, err
 	}
-	tree := e.newTree(branch, o.tree.Metadata.KeyGroups)
-	if sameRules(o.tree.Metadata, tree.Metadata) && samePlaintext(o.tree.Branches, tree.Branches) {
+	if o.meta.EncryptedRegex == encryptedRegex(branch) && samePlaintext(o.branch, branch) {
 		return existing, nil
 	}
-	return seal(tree, o.dataKey, o.cipher)
+	return e.seal(branch, o.meta.Age, o.dataKey, o.cipher)
 }
 
-func (e *Encryptor) newTree(branch sops.TreeBranch, groups []sops.KeyGroup) sops.Tree {
-	return sops.Tree{
-		Branches: sops.TreeBranches{branch},
-		Metadata: sops.Metadata{
-			KeyGroups:      groups,
-			EncryptedRegex: encryptedRegex(branch),
-			Version:        sopsVersion,
-			LastModified:   e.Now().UTC().Truncate(time.Second),
-		},
+// seal encrypts the tree's values and its MAC, as sops does, and renders
+// the document with the data key's stanzas.
+func (e *Encryptor) seal(branch sops.TreeBranch, stanzas []ageStanza, dataKey []byte, cipher aes.Cipher) ([]byte, error) {
+	m := metadata{Age: stanzas, EncryptedRegex: encryptedRegex(branch), Version: sopsVersion,
+		LastModified: e.Now().UTC().Format(time.RFC3339)}
+	tree := sops.Tree{Branches: sops.TreeBranches{branch}, Metadata: sops.Metadata{EncryptedRegex: m.EncryptedRegex}}
+	mac, err := tree.Encrypt(dataKey, cipher)
+	if err != nil {
+		return nil, fmt.Errorf("encrypting values: %w", err)
 	}
+	m.MAC, err = cipher.Encrypt(mac, dataKey, m.LastModified)
+	if err != nil {
+		return nil, fmt.Errorf("encrypting the MAC: %w", err)
+	}
+	return renderDocument(branch, &m)
 }
 
-// opened is a SOPS document read back: its decrypted tree, data key, and
-// the cipher that holds the IV of every value.
+// opened is a SOPS document read back: its decrypted tree, metadata, data
+// key, and the cipher that holds the IV of every value.
 type opened struct {
-	tree    sops.Tree
+	branch  sops.TreeBranch
+	meta    metadata
 	dataKey []byte
 	cipher  aes.Cipher
 }
 
-// open decrypts a SOPS document and checks its MAC.
+// open decrypts a SOPS document the operator wrote and checks its MAC.
 func (e *Encryptor) open(ciphertext []byte) (opened, error) {
 	if !e.CanDecrypt() {
 		return opened{}, errors.New("no age identity to decrypt with")
 	}
-	tree, err := newStore().LoadEncryptedFile(ciphertext)
+	branch, m, err := splitMetadata(ciphertext)
 	if err != nil {
-		return opened{}, fmt.Errorf("reading a SOPS document: %w", err)
+		return opened{}, err
 	}
-	dataKey, err := e.dataKey(tree.Metadata)
+	dataKey, err := e.dataKey(m.Age)
 	if err != nil {
 		return opened{}, err
 	}
 	cipher := aes.NewCipher()
+	tree := sops.Tree{Branches: sops.TreeBranches{branch}, Metadata: sops.Metadata{EncryptedRegex: m.EncryptedRegex}}
 	mac, err := tree.Decrypt(dataKey, cipher)
 	if err != nil {
 		return opened{}, fmt.Errorf("decrypting a SOPS document: %w", err)
 	}
-	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
+	stored, err := cipher.Decrypt(m.MAC, dataKey, m.LastModified)
 	if err != nil {
 		return opened{}, fmt.Errorf("decrypting the MAC of a SOPS document: %w", err)
 	}
 	if stored != mac {
 		return opened{}, errors.New("the SOPS document's MAC does not match its content: it was modified")
 	}
-	return opened{tree: tree, dataKey: dataKey, cipher: cipher}, nil
+	return opened{branch: branch, meta: m, dataKey: dataKey, cipher: cipher}, nil
 }
 
-// dataKey recovers the data key through the first age key the identities
-// open. Only age keys are tried, and only with the Encryptor's identities:
-// nothing is read from the operator's environment.
-func (e *Encryptor) dataKey(m sops.Metadata) ([]byte, error) {
-	for _, group := range m.KeyGroups {
-		for _, key := range group {
-			ak, ok := key.(*sopsage.MasterKey)
-			if !ok {
-				continue
-			}
-			sopsage.ParsedIdentities(e.keys.identities).ApplyToMasterKey(ak)
-			if dk, err := ak.Decrypt(); err == nil {
-				return dk, nil
-			}
+// dataKey recovers the data key through the first stanza the identities
+// open. Only the Encryptor's identities are tried: nothing is read from the
+// operator's environment.
+func (e *Encryptor) dataKey(stanzas []ageStanza) ([]byte, error) {
+	for _, s := range stanzas {
+		key := &sopsage.MasterKey{Recipient: s.Recipient, EncryptedKey: s.Enc}
+		sopsage.ParsedIdentities(e.keys.identities).ApplyToMasterKey(key)
+		if dk, err := key.Decrypt(); err == nil {
+			return dk, nil
 		}
 	}
 	return nil, errors.New("none of the identities decrypts the SOPS document's data key")
 }
 
-// ownsKeyGroups reports whether a file's keys are exactly one group of age
-// keys for this Encryptor's recipients, so its data key may be reused.
-func (e *Encryptor) ownsKeyGroups(groups []sops.KeyGroup) bool {
-	if len(groups) != 1 {
-		return false
+// ownsStanzas reports whether a file's data key is encrypted to exactly
+// this Encryptor's recipients, so it may be reused.
+func (e *Encryptor) ownsStanzas(stanzas []ageStanza) bool {
+	recipients := make([]string, 0, len(stanzas))
+	for _, s := range stanzas {
+		recipients = append(recipients, s.Recipient)
 	}
-	var recipients []string
-	for _, key := range groups[0] {
-		ak, ok := key.(*sopsage.MasterKey)
-		if !ok {
-			return false
-		}
-		recipients = append(recipients, ak.Recipient)
-	}
-	return strings.Join(sortedUnique(recipients), ",") == strings.Join(e.keys.recipients, ",") && len(recipients) == len(e.keys.recipients)
+	return len(recipients) == len(e.keys.recipients) && slices.Equal(sortedUnique(recipients), e.keys.recipients)
 }
 
 // newDataKey makes a random data key and encrypts it to every recipient.
-func (e *Encryptor) newDataKey() ([]byte, sops.KeyGroup, error) {
+func (e *Encryptor) newDataKey() ([]byte, []ageStanza, error) {
 	dataKey := make([]byte, 32)
 	if _, err := rand.Read(dataKey); err != nil {
 		return nil, nil, fmt.Errorf("generating a data key: %w", err)
 	}
-	group := make(sops.KeyGroup, 0, len(e.keys.recipients))
+	stanzas := make([]ageStanza, 0, len(e.keys.recipients))
 	for _, r := range e.keys.recipients {
 		key, err := sopsage.MasterKeyFromRecipient(r)
 		if err != nil {
@@ -256,63 +248,29 @@ func (e *Encryptor) newDataKey() ([]byte, sops.KeyGroup, error) {
 		if err := key.Encrypt(dataKey); err != nil {
 			return nil, nil, fmt.Errorf("encrypting the data key to %s: %w", r, err)
 		}
-		group = append(group, key)
+		stanzas = append(stanzas, ageStanza{Enc: key.EncryptedKey, Recipient: r})
 	}
-	return dataKey, group, nil
+	return dataKey, stanzas, nil
 }
 
-// seal encrypts the tree's values and its MAC and renders the document.
-func seal(tree sops.Tree, dataKey []byte, cipher aes.Cipher) ([]byte, error) {
-	mac, err := tree.Encrypt(dataKey, cipher)
-	if err != nil {
-		return nil, fmt.Errorf("encrypting values: %w", err)
-	}
-	tree.Metadata.MessageAuthenticationCode, err = cipher.Encrypt(mac, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
-	if err != nil {
-		return nil, fmt.Errorf("encrypting the MAC: %w", err)
-	}
-	out, err := newStore().EmitEncryptedFile(tree)
-	if err != nil {
-		return nil, fmt.Errorf("rendering the SOPS document: %w", err)
-	}
-	return out, nil
-}
-
-// newStore renders YAML with two-space indentation, like the operator's
-// plaintext files.
-func newStore() *sopsyaml.Store { return sopsyaml.NewStore(&config.YAMLStoreConfig{Indent: 2}) }
-
-// loadPlain parses one YAML document for encryption.
+// loadPlain parses the object's YAML for encryption.
 func loadPlain(plaintext []byte) (sops.TreeBranch, error) {
-	branches, err := newStore().LoadPlainFile(plaintext)
+	branch, err := parseDocument(plaintext)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the object's YAML: %w", err)
+		return nil, fmt.Errorf("reading the object's YAML: %w", err)
 	}
-	if len(branches) != 1 {
-		return nil, fmt.Errorf("want one YAML document to encrypt, got %d", len(branches))
-	}
-	for _, item := range branches[0] {
-		if item.Key == "sops" {
+	for _, item := range branch {
+		if item.Key == metadataKey {
 			return nil, errors.New("the object has a top-level sops field, which SOPS reserves for its metadata")
 		}
 	}
-	return branches[0], nil
+	return branch, nil
 }
 
-// samePlaintext compares two trees as sops renders them, so formatting the
-// YAML went through does not count.
-func samePlaintext(a, b sops.TreeBranches) bool {
-	store := newStore()
-	x, errA := store.EmitPlainFile(a)
-	y, errB := store.EmitPlainFile(b)
+// samePlaintext compares two trees as they render, so formatting the YAML
+// went through does not count.
+func samePlaintext(a, b sops.TreeBranch) bool {
+	x, errA := renderDocument(a, nil)
+	y, errB := renderDocument(b, nil)
 	return errA == nil && errB == nil && bytes.Equal(x, y)
-}
-
-// sameRules reports whether a file read back was encrypted by the rules the
-// Encryptor applies now: a file that leaves a value readable the rules
-// would encrypt (a human's edit, an older rule) is re-encrypted.
-func sameRules(have, want sops.Metadata) bool {
-	return have.EncryptedRegex == want.EncryptedRegex && have.UnencryptedRegex == "" &&
-		have.UnencryptedSuffix == "" && have.EncryptedSuffix == "" &&
-		have.UnencryptedCommentRegex == "" && have.EncryptedCommentRegex == "" && !have.MACOnlyEncrypted
 }
