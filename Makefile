@@ -30,7 +30,7 @@ verify-generated: generate manifests ## Fail when generated code or manifests ar
 	@test -z "$$(git status --porcelain -- api $(CHART_CRD_DIR))" || { git status --porcelain -- api $(CHART_CRD_DIR); echo "untracked generated files: commit them"; exit 1; }
 
 .PHONY: test-binaries
-test-binaries: ## Build (once per machine) kube-apiserver, etcd and Gitea for the tests
+test-binaries: ## Build (once per machine) kube-apiserver, etcd, Gitea and the sops CLI for the tests
 	test/tools/build.sh
 
 .PHONY: test
