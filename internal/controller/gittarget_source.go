@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,7 +59,32 @@ func (r *GitTargetReconciler) connectSource(ctx context.Context, run *targetRun)
 	run.conds.setBool(v1alpha3.ConditionSourceClusterReachable, true, v1alpha3.ReasonSucceeded, "the source API server answers")
 	run.source = src
 	run.spec.Source = cp.Name
+	run.spec.OperatorSecrets = nil
+	if cp.Spec.KubeConfig == nil {
+		run.spec.OperatorSecrets = operatorSecrets(run.provider, t)
+	}
 	return nil
+}
+
+// operatorSecrets names the control cluster's Secrets that hold this
+// target's credentials and keys: the GitProvider's credentials and signing
+// key and the target's age key. A target that mirrors Secrets of its own
+// namespace from the control cluster would otherwise commit them.
+func operatorSecrets(gp *v1alpha3.GitProvider, t *v1alpha3.GitTarget) []types.NamespacedName {
+	var names []types.NamespacedName
+	add := func(namespace, name string) {
+		names = append(names, types.NamespacedName{Namespace: namespace, Name: name})
+	}
+	if gp.Spec.SecretRef != nil {
+		add(gp.Namespace, gp.Spec.SecretRef.Name)
+	}
+	if gp.Spec.Commit.Signing != nil {
+		add(gp.Namespace, gp.Spec.Commit.Signing.SecretRef.Name)
+	}
+	if e := t.Spec.Encryption; e != nil && e.Age.SecretRef != nil {
+		add(t.Namespace, e.Age.SecretRef.Name)
+	}
+	return names
 }
 
 // namespaceAdmitted applies ClusterProvider.spec.allowedNamespaces (deny by

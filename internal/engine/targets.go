@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/branch"
@@ -29,6 +30,9 @@ type TargetSpec struct {
 	// Encryption encrypts the target's sensitive objects; nil when it
 	// cannot, and they are refused, never written in plaintext.
 	Encryption *encryption.Encryptor
+	// OperatorSecrets are the Secrets of the source that hold the operator's
+	// own credentials and keys; they are never mirrored.
+	OperatorSecrets []types.NamespacedName
 }
 
 type targetEntry struct {
@@ -95,6 +99,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		old.Stop()
 	}
 	entry.mirror.SetSensitiveWritable(spec.Encryption != nil)
+	entry.mirror.SetOperatorSecrets(spec.OperatorSecrets)
 	entry.mirror.Update(spec.Claims)
 	return nil
 }

@@ -55,7 +55,8 @@ func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
 
 func (g *streamGlue) upsert(ctx context.Context, ev watch.Event) error {
 	obj := ev.Object
-	if discovery.IsControllerOwned(obj) || (!ev.Replay && !g.follows(ev.Type)) {
+	if discovery.IsControllerOwned(obj) || (!ev.Replay && !g.follows(ev.Type)) ||
+		g.target.isOperatorSecret(g.claim.GVR, obj.GetNamespace(), obj.GetName()) {
 		return nil
 	}
 	id := g.objectID(obj)

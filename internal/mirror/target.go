@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/clock"
 
@@ -46,6 +47,8 @@ type Target struct {
 	mu        sync.Mutex
 	streams   map[claimKey]*running
 	sensitive bool
+	// operatorSecrets are never mirrored (SetOperatorSecrets).
+	operatorSecrets map[types.NamespacedName]bool
 }
 
 type claimKey struct {
@@ -91,6 +94,29 @@ func (t *Target) SetSensitiveWritable(ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sensitive = ok
+}
+
+// SetOperatorSecrets names the Secrets that hold the operator's own
+// credentials and keys. They are never mirrored, not even encrypted: a
+// private key has no business in the repository it protects.
+func (t *Target) SetOperatorSecrets(names []types.NamespacedName) {
+	set := make(map[types.NamespacedName]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.operatorSecrets = set
+}
+
+// isOperatorSecret reports whether obj is one of the operator's Secrets.
+func (t *Target) isOperatorSecret(gvr schema.GroupVersionResource, namespace, name string) bool {
+	if gvr.Group != "" || gvr.Resource != "secrets" {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.operatorSecrets[types.NamespacedName{Namespace: namespace, Name: name}]
 }
 
 func (t *Target) sensitiveWritable() bool {

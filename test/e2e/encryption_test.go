@@ -119,6 +119,10 @@ func TestASecretIsEncryptedAndTheSopsCLIDecryptsIt(t *testing.T) {
 		c := targetCondition(t, m.ns, m.target, v1alpha3.ConditionEncryptionConfigured)
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, key.recipient)
 	})
+	for _, own := range []string{"sops-age", "git-credentials"} {
+		require.Empty(t, gitFile(t, m.repo, m.path+"/encrypted/secrets/"+own+".sops.yaml"),
+			"the operator's own keys and credentials (%s) are never mirrored, not even encrypted", own)
+	}
 	content := gitFile(t, m.repo, file)
 	require.Contains(t, content, "  name: db\n", "metadata stays readable")
 	require.NotContains(t, content, base64.StdEncoding.EncodeToString([]byte("correct-horse-battery-staple")))
