@@ -1,10 +1,15 @@
 // Package encryption turns a sensitive object's sanitized YAML into a SOPS
-// document encrypted to age recipients, with the sops library (sops.Tree
-// for value typing, encryption and the MAC, sops/aes for the value cipher,
-// sops/age for the data key): no sops binary runs, and what it writes,
-// `sops -d` reads back. The YAML around the tree is done here (see
-// document.go) to keep sops' stores, and the cloud SDKs they link, out of
-// the binary.
+// document encrypted to age recipients: no sops binary runs, and what it
+// writes, `sops -d` reads back.
+//
+// The part of the SOPS file format the operator needs (YAML, age
+// recipients, an encrypted_regex) is written here: the tree (tree.go,
+// document.go), the value cipher (valuecipher.go), the MAC (sopstree.go)
+// and the sops metadata block. The data key is wrapped to age recipients
+// by the sops library's age master key (sops/age), so the stanzas are the
+// ones sops writes. The sops root package is not imported: it links every
+// cloud KMS SDK sops supports, some 34 MB of binary and 16 MiB of resident
+// memory at start. The tests keep the sops library and CLI as the oracle.
 //
 // It is pure: it knows nothing of Kubernetes clients, Git or the planner.
 // The GitTarget controller builds an Encryptor from the target's

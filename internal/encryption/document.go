@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/getsops/sops/v3"
 	yaml "go.yaml.in/yaml/v3"
 )
 
 // The YAML side of a SOPS document is done here rather than with sops'
 // stores/yaml: that package (through sops/config and sops/stores) links
 // every cloud KMS SDK sops supports, some 40 MB of binary, for a
-// conversion this small. The cryptography, value typing and MAC stay the
-// sops library's (sops.Tree, sops/aes, sops/age).
+// conversion this small. The values are typed as the sops YAML store types
+// them, so the MAC and the cipher see what sops would.
 
 // metadataKey is the top-level key sops keeps its metadata under.
 const metadataKey = "sops"
@@ -37,11 +36,11 @@ type ageStanza struct {
 	Recipient string `yaml:"recipient"`
 }
 
-// parseDocument reads one YAML mapping document into a sops tree branch,
-// typed as sops types it (a scalar decodes to what YAML says it is).
+// parseDocument reads one YAML mapping document into a tree, typed as sops
+// types it (a scalar decodes to what YAML says it is).
 // Comments are dropped: the operator writes none, and sops keeps them out
 // of the MAC.
-func parseDocument(text []byte) (sops.TreeBranch, error) {
+func parseDocument(text []byte) (branch, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -58,13 +57,13 @@ func parseDocument(text []byte) (sops.TreeBranch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return value.(sops.TreeBranch), nil
+	return value.(branch), nil
 }
 
 func treeValue(n *yaml.Node) (any, error) {
 	switch n.Kind {
 	case yaml.MappingNode:
-		branch := make(sops.TreeBranch, 0, len(n.Content)/2)
+		b := make(branch, 0, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key := n.Content[i]
 			if key.Kind != yaml.ScalarNode || key.ShortTag() != "!!str" {
@@ -74,9 +73,9 @@ func treeValue(n *yaml.Node) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			branch = append(branch, sops.TreeItem{Key: key.Value, Value: value})
+			b = append(b, item{key: key.Value, value: value})
 		}
-		return branch, nil
+		return b, nil
 	case yaml.SequenceNode:
 		items := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {
@@ -100,20 +99,20 @@ func treeValue(n *yaml.Node) (any, error) {
 }
 
 // splitMetadata separates a SOPS document into its tree and its metadata.
-func splitMetadata(text []byte) (sops.TreeBranch, metadata, error) {
-	branch, err := parseDocument(text)
+func splitMetadata(text []byte) (branch, metadata, error) {
+	b, err := parseDocument(text)
 	if err != nil {
 		return nil, metadata{}, err
 	}
-	for i, item := range branch {
-		if item.Key != metadataKey {
+	for i, it := range b {
+		if it.key != metadataKey {
 			continue
 		}
-		m, err := readMetadata(item.Value)
+		m, err := readMetadata(it.value)
 		if err != nil {
 			return nil, metadata{}, err
 		}
-		return append(branch[:i:i], branch[i+1:]...), m, nil
+		return append(b[:i:i], b[i+1:]...), m, nil
 	}
 	return nil, metadata{}, errors.New("not a SOPS document: no sops metadata")
 }
@@ -140,8 +139,8 @@ func readMetadata(value any) (metadata, error) {
 
 // renderDocument writes a tree, and the sops block when m is set, as YAML
 // with two-space indentation like the operator's plaintext files.
-func renderDocument(branch sops.TreeBranch, m *metadata) ([]byte, error) {
-	root, err := documentNode(branch)
+func renderDocument(b branch, m *metadata) ([]byte, error) {
+	root, err := documentNode(b)
 	if err != nil {
 		return nil, err
 	}
@@ -167,18 +166,14 @@ func renderDocument(branch sops.TreeBranch, m *metadata) ([]byte, error) {
 // documentNode turns a tree value back into YAML nodes.
 func documentNode(value any) (*yaml.Node, error) {
 	switch v := value.(type) {
-	case sops.TreeBranch:
+	case branch:
 		n := &yaml.Node{Kind: yaml.MappingNode}
-		for _, item := range v {
-			key, ok := item.Key.(string)
-			if !ok {
-				continue // a comment: the operator writes none
-			}
-			child, err := documentNode(item.Value)
+		for _, it := range v {
+			child, err := documentNode(it.value)
 			if err != nil {
 				return nil, err
 			}
-			n.Content = append(n.Content, keyNode(key), child)
+			n.Content = append(n.Content, keyNode(it.key), child)
 		}
 		return n, nil
 	case []any:

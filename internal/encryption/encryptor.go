@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
 )
 
@@ -33,7 +31,7 @@ type Encryptor struct {
 	// cache maps an object to its last encryption: the plaintext's digest
 	// and the ciphertext made for it. It keeps output stable within the
 	// process when the operator cannot read its files back (recipients
-	// only), and spares sops work when it can.
+	// only), and spares decrypting the file when it can.
 	cache map[string]cached
 }
 
@@ -121,7 +119,7 @@ func (e *Encryptor) Decrypt(ciphertext []byte) ([]byte, error) {
 
 // encryptNew encrypts with a new data key.
 func (e *Encryptor) encryptNew(plaintext []byte) ([]byte, error) {
-	branch, err := loadPlain(plaintext)
+	b, err := loadPlain(plaintext)
 	if err != nil {
 		return nil, err
 	}
@@ -129,13 +127,16 @@ func (e *Encryptor) encryptNew(plaintext []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.seal(branch, stanzas, dataKey, aes.NewCipher())
+	c, err := newValueCipher(dataKey)
+	if err != nil {
+		return nil, err
+	}
+	return e.seal(b, stanzas, c)
 }
 
 // reencrypt encrypts plaintext with existing's data key and the cipher that
-// decrypted it, whose stash returns the same IV for a value that did not
-// change: unchanged values keep their ciphertext. An unchanged plaintext
-// returns existing itself.
+// decrypted it, which remembers the IV of every value: unchanged values
+// keep their ciphertext. An unchanged plaintext returns existing itself.
 func (e *Encryptor) reencrypt(plaintext, existing []byte) ([]byte, error) {
 	o, err := e.open(existing)
 	if err != nil {
@@ -144,40 +145,42 @@ func (e *Encryptor) reencrypt(plaintext, existing []byte) ([]byte, error) {
 	if !e.ownsStanzas(o.meta.Age) {
 		return nil, errors.New("the file is encrypted to other recipients")
 	}
-	branch, err := loadPlain(plaintext)
+	b, err := loadPlain(plaintext)
 	if err != nil {
 		return nil, err
 	}
-	if o.meta.EncryptedRegex == encryptedRegex(branch) && samePlaintext(o.branch, branch) {
+	if o.meta.EncryptedRegex == encryptedRegex(b) && samePlaintext(o.branch, b) {
 		return existing, nil
 	}
-	return e.seal(branch, o.meta.Age, o.dataKey, o.cipher)
+	return e.seal(b, o.meta.Age, o.cipher)
 }
 
 // seal encrypts the tree's values and its MAC, as sops does, and renders
 // the document with the data key's stanzas.
-func (e *Encryptor) seal(branch sops.TreeBranch, stanzas []ageStanza, dataKey []byte, cipher aes.Cipher) ([]byte, error) {
-	m := metadata{Age: stanzas, EncryptedRegex: encryptedRegex(branch), Version: sopsVersion,
+func (e *Encryptor) seal(b branch, stanzas []ageStanza, c *valueCipher) ([]byte, error) {
+	m := metadata{Age: stanzas, EncryptedRegex: encryptedRegex(b), Version: sopsVersion,
 		LastModified: e.Now().UTC().Format(time.RFC3339)}
-	tree := sops.Tree{Branches: sops.TreeBranches{branch}, Metadata: sops.Metadata{EncryptedRegex: m.EncryptedRegex}}
-	mac, err := tree.Encrypt(dataKey, cipher)
+	rule, err := newEncryptionRule(m.EncryptedRegex)
+	if err != nil {
+		return nil, err
+	}
+	mac, err := sealTree(b, rule, c)
 	if err != nil {
 		return nil, fmt.Errorf("encrypting values: %w", err)
 	}
-	m.MAC, err = cipher.Encrypt(mac, dataKey, m.LastModified)
+	m.MAC, err = c.encrypt(mac, m.LastModified)
 	if err != nil {
 		return nil, fmt.Errorf("encrypting the MAC: %w", err)
 	}
-	return renderDocument(branch, &m)
+	return renderDocument(b, &m)
 }
 
-// opened is a SOPS document read back: its decrypted tree, metadata, data
-// key, and the cipher that holds the IV of every value.
+// opened is a SOPS document read back: its decrypted tree, metadata, and
+// the cipher with its data key, which holds the IV of every value.
 type opened struct {
-	branch  sops.TreeBranch
-	meta    metadata
-	dataKey []byte
-	cipher  aes.Cipher
+	branch branch
+	meta   metadata
+	cipher *valueCipher
 }
 
 // open decrypts a SOPS document the operator wrote and checks its MAC.
@@ -185,7 +188,11 @@ func (e *Encryptor) open(ciphertext []byte) (opened, error) {
 	if !e.CanDecrypt() {
 		return opened{}, errors.New("no age identity to decrypt with")
 	}
-	branch, m, err := splitMetadata(ciphertext)
+	b, m, err := splitMetadata(ciphertext)
+	if err != nil {
+		return opened{}, err
+	}
+	rule, err := newEncryptionRule(m.EncryptedRegex)
 	if err != nil {
 		return opened{}, err
 	}
@@ -193,20 +200,18 @@ func (e *Encryptor) open(ciphertext []byte) (opened, error) {
 	if err != nil {
 		return opened{}, err
 	}
-	cipher := aes.NewCipher()
-	tree := sops.Tree{Branches: sops.TreeBranches{branch}, Metadata: sops.Metadata{EncryptedRegex: m.EncryptedRegex}}
-	mac, err := tree.Decrypt(dataKey, cipher)
+	c, err := newValueCipher(dataKey)
+	if err != nil {
+		return opened{}, err
+	}
+	mac, err := openTree(b, rule, c)
 	if err != nil {
 		return opened{}, fmt.Errorf("decrypting a SOPS document: %w", err)
 	}
-	stored, err := cipher.Decrypt(m.MAC, dataKey, m.LastModified)
-	if err != nil {
-		return opened{}, fmt.Errorf("decrypting the MAC of a SOPS document: %w", err)
+	if err := checkMAC(c, m.MAC, m.LastModified, mac); err != nil {
+		return opened{}, err
 	}
-	if stored != mac {
-		return opened{}, errors.New("the SOPS document's MAC does not match its content: it was modified")
-	}
-	return opened{branch: branch, meta: m, dataKey: dataKey, cipher: cipher}, nil
+	return opened{branch: b, meta: m, cipher: c}, nil
 }
 
 // dataKey recovers the data key through the first stanza the identities
@@ -254,22 +259,22 @@ func (e *Encryptor) newDataKey() ([]byte, []ageStanza, error) {
 }
 
 // loadPlain parses the object's YAML for encryption.
-func loadPlain(plaintext []byte) (sops.TreeBranch, error) {
-	branch, err := parseDocument(plaintext)
+func loadPlain(plaintext []byte) (branch, error) {
+	b, err := parseDocument(plaintext)
 	if err != nil {
 		return nil, fmt.Errorf("reading the object's YAML: %w", err)
 	}
-	for _, item := range branch {
-		if item.Key == metadataKey {
+	for _, it := range b {
+		if it.key == metadataKey {
 			return nil, errors.New("the object has a top-level sops field, which SOPS reserves for its metadata")
 		}
 	}
-	return branch, nil
+	return b, nil
 }
 
 // samePlaintext compares two trees as they render, so formatting the YAML
 // went through does not count.
-func samePlaintext(a, b sops.TreeBranch) bool {
+func samePlaintext(a, b branch) bool {
 	x, errA := renderDocument(a, nil)
 	y, errB := renderDocument(b, nil)
 	return errA == nil && errB == nil && bytes.Equal(x, y)

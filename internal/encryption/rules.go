@@ -4,8 +4,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/getsops/sops/v3"
 )
 
 // sopsVersion is written into every file's metadata, as the sops CLI of
@@ -27,15 +25,15 @@ var readableFields = []string{"apiVersion", "kind", "metadata"}
 // field but apiVersion, kind and metadata (and a Secret's type and
 // immutable flag). sops applies it to keys at any depth, so it can only
 // encrypt more than the top-level fields, never less.
-func encryptedRegex(branch sops.TreeBranch) string {
+func encryptedRegex(b branch) string {
 	readable := readableFields
-	if isCoreSecret(branch) {
+	if isCoreSecret(b) {
 		readable = append(slices.Clone(readable), "type", "immutable")
 	}
 	fields := []string{"data", "stringData"}
-	for _, item := range branch {
-		if key, ok := item.Key.(string); ok && !slices.Contains(readable, key) && !slices.Contains(fields, key) {
-			fields = append(fields, key)
+	for _, it := range b {
+		if !slices.Contains(readable, it.key) && !slices.Contains(fields, it.key) {
+			fields = append(fields, it.key)
 		}
 	}
 	slices.Sort(fields)
@@ -45,14 +43,14 @@ func encryptedRegex(branch sops.TreeBranch) string {
 	return "^(" + strings.Join(fields, "|") + ")$"
 }
 
-func isCoreSecret(branch sops.TreeBranch) bool {
+func isCoreSecret(b branch) bool {
 	var apiVersion, kind any
-	for _, item := range branch {
-		switch item.Key {
+	for _, it := range b {
+		switch it.key {
 		case "apiVersion":
-			apiVersion = item.Value
+			apiVersion = it.value
 		case "kind":
-			kind = item.Value
+			kind = it.value
 		}
 	}
 	return apiVersion == "v1" && kind == "Secret"
