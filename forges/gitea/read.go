@@ -18,10 +18,12 @@ import (
 // out.
 //
 // Gitea pages recursive trees (one request per 1000 entries, files and
-// directories). A tree that fits one page costs that one request. A larger
-// one, when a prefix is given, is not read whole: the client walks down to
-// the prefix's own tree (one request per path segment) and pages through
-// that, so a target's reads grow with its own files, not the repository's.
+// directories), in Git's order, so the files below a prefix are one run of
+// the listing. Reading stops at the end of that run. When the first page
+// holds none of it and there are more pages, the client walks down to the
+// prefix's own tree instead (one request per path segment) and pages
+// through that: a target's reads grow with its own files, not with the
+// repository's.
 func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.TreeEntry, error) {
 	op := "read tree of " + commit
 	if err := checkObjectID(commit); err != nil {
@@ -35,31 +37,38 @@ func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.Tree
 	if err != nil {
 		return nil, classify(op, err)
 	}
-	if first.Truncated && dir != "" {
+	if first.Truncated && dir != "" && !holdsBelow(first, dir) {
 		subtree, found, err := c.descend(ctx, commit, dir)
 		if err != nil || !found {
 			return nil, classify(op, err)
 		}
-		files, err := c.files(ctx, subtree, nil, dir)
+		files, err := c.files(ctx, subtree, nil, "")
+		for i := range files {
+			files[i].Path = dir + "/" + files[i].Path
+		}
 		return files, classify(op, err)
 	}
-	files, err := c.files(ctx, commit, &first, "")
-	if err != nil {
-		return nil, classify(op, err)
-	}
-	below := files[:0]
-	for _, f := range files {
-		if isBelow(f.Path, dir) {
-			below = append(below, f)
-		}
-	}
-	return below, nil
+	files, err := c.files(ctx, commit, &first, dir)
+	return files, classify(op, err)
 }
 
-// files lists every blob of the tree-ish sha recursively, reading all pages
-// (first is page 1 when already read), with paths below root.
-func (c *Client) files(ctx context.Context, sha string, first *treeResponse, root string) ([]forges.TreeEntry, error) {
+// holdsBelow reports whether the listing has dir's own entry or anything
+// below it: the run has begun.
+func holdsBelow(listing treeResponse, dir string) bool {
+	for _, entry := range listing.Entries {
+		if entry.Path == dir || isBelow(entry.Path, dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// files lists the blobs below dir ("" for all) of the tree-ish sha,
+// reading pages (first is page 1 when already read) until the run of
+// entries below dir has ended.
+func (c *Client) files(ctx context.Context, sha string, first *treeResponse, dir string) ([]forges.TreeEntry, error) {
 	var files []forges.TreeEntry
+	inRun := false
 	for page := 1; ; page++ {
 		listing := first
 		if page > 1 || listing == nil {
@@ -70,8 +79,13 @@ func (c *Client) files(ctx context.Context, sha string, first *treeResponse, roo
 			listing = &next
 		}
 		for _, entry := range listing.Entries {
-			if entry.Type == "blob" {
-				files = append(files, forges.TreeEntry{Path: joinPath(root, entry.Path), BlobID: entry.SHA, Mode: parseFileMode(entry.Mode)})
+			below := isBelow(entry.Path, dir)
+			if inRun && !below {
+				return files, nil
+			}
+			inRun = inRun || below || entry.Path == dir
+			if below && entry.Type == "blob" {
+				files = append(files, forges.TreeEntry{Path: entry.Path, BlobID: entry.SHA, Mode: parseFileMode(entry.Mode)})
 			}
 		}
 		if !listing.Truncated || len(listing.Entries) == 0 {
@@ -121,13 +135,6 @@ func (c *Client) treePage(ctx context.Context, sha string, recursive bool, page 
 	}
 	err := c.call(ctx, http.MethodGet, c.repoPath("/git/trees/"+sha), query, nil, &listing)
 	return listing, err
-}
-
-func joinPath(root, p string) string {
-	if root == "" {
-		return p
-	}
-	return root + "/" + p
 }
 
 // isBelow reports whether path lies in directory dir ("" is the root),

@@ -53,7 +53,11 @@ func TestTreeReadsEveryPage(t *testing.T) {
 	for _, entry := range one {
 		require.Equal(t, want[entry.Path], entry.BlobID, "paths below a subtree keep the prefix: %s", entry.Path)
 	}
-	require.Len(t, counter.take(), 4, "one page to see the tree is large, one listing per segment of the prefix, one page of its subtree")
+	require.Len(t, counter.take(), 4, "the first page holds none of it: one listing per segment of the prefix, one page of its subtree")
+	early, err := client.Tree(ctx, head, "apps/app-0")
+	require.NoError(t, err)
+	require.Len(t, early, 4)
+	require.Len(t, counter.take(), 3, "the prefix starts on the first page: reading stops where its run ends, on page 3 of 5")
 	none, err := client.Tree(ctx, head, "top.yaml")
 	require.NoError(t, err)
 	require.Empty(t, none, "a file is not a directory")
