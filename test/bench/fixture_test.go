@@ -106,6 +106,12 @@ func (m *mirror) retire(ctx context.Context, e *benchEnv, namespaces ...string) 
 	if err := e.client().Delete(ctx, target); err != nil {
 		return fmt.Errorf("deleting GitTarget %s/%s: %w", m.name, m.target, err)
 	}
+	// Later scenarios' operators would otherwise probe this provider, whose
+	// repository may be gone, and count those requests as theirs.
+	provider := &v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: m.name, Name: "repo"}}
+	if err := e.client().Delete(ctx, provider); err != nil {
+		return fmt.Errorf("deleting GitProvider %s/repo: %w", m.name, err)
+	}
 	for _, ns := range append(namespaces, m.name) {
 		if err := e.client().DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns)); err != nil {
 			return fmt.Errorf("deleting the ConfigMaps in %s: %w", ns, err)
