@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -105,6 +106,8 @@ type Worker struct {
 	parked   map[TargetKey]time.Time
 	backoff  time.Duration
 	flushers []flushWaiter
+	// discard is set by Discard, from another goroutine.
+	discard atomic.Bool
 }
 
 type writeMsg struct {
@@ -364,13 +367,22 @@ func (w *Worker) nextPush(now time.Time) (time.Time, bool) {
 	return next, true
 }
 
+// Discard makes the worker, once its context ends, stop without committing
+// what it holds. A worker replaced because its settings changed (a signing
+// key switched on or rotated, new credentials) must not commit under the
+// old ones; its targets replay into the new worker, which restores
+// everything it held.
+func (w *Worker) Discard() { w.discard.Store(true) }
+
 func (w *Worker) shutdown() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w.retryAt = time.Time{}
-	w.parked = map[TargetKey]time.Time{}
-	w.budget = newPushBudget(len(w.pending)+1, 0)
-	w.finalize(ctx)
+	if w.discard.Load() {
+		if len(w.pending) > 0 || w.window != nil {
+			w.cfg.Log.Info("replaced: dropping what was not committed; the targets' replays restore it", "worker", w.cfg.Key.String())
+		}
+		w.pending, w.window = nil, nil
+	} else {
+		w.flushRemaining()
+	}
 	for _, f := range w.flushers {
 		f.done <- errors.New("branch worker stopped")
 	}
@@ -378,6 +390,17 @@ func (w *Worker) shutdown() {
 	if len(w.pending) > 0 {
 		w.cfg.Log.Info("stopping with writes not committed; the next replay restores them", "worker", w.cfg.Key.String(), "windows", len(w.pending))
 	}
+}
+
+// flushRemaining tries once more, briefly and regardless of budget and
+// backoff, to commit what the worker holds.
+func (w *Worker) flushRemaining() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w.retryAt = time.Time{}
+	w.parked = map[TargetKey]time.Time{}
+	w.budget = newPushBudget(len(w.pending)+1, 0)
+	w.finalize(ctx)
 }
 
 // notifyFlushers answers flush waiters whose target has nothing pending,

@@ -292,3 +292,33 @@ func TestWindowsWaitingOnARateLimitLandAsOneCommit(t *testing.T) {
 	flush(t, w) // closes the second window; it waits with the first, and both land once the forge accepts
 	require.Equal(t, []string{"GitOps Reverser|Change 2 objects in team/mirror: 2 created"}, commits(t, "merged"))
 }
+
+func TestADiscardedWorkerCommitsNothingOnItsWayOut(t *testing.T) {
+	for _, discard := range []bool{false, true} {
+		repo := fmt.Sprintf("discarded-%t", discard)
+		_, err := git.CreateBareRepo(repo)
+		require.NoError(t, err)
+		client, err := gogit.New(gogit.Options{URL: git.FileURL(repo)})
+		require.NoError(t, err)
+		w := branch.New(branch.Config{Key: branch.Key{ProviderNamespace: "team", Provider: repo, Branch: "main"}, Forge: client,
+			CommitWindow: time.Hour, Log: testr.New(t)})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = w.Run(ctx) }()
+		require.NoError(t, w.SetTarget(ctx, branch.Target{Key: target, Path: "mirror"}))
+		write(t, w, branch.Author{}, cm("a", "1"))
+		// The loop has taken the write once the queue is empty; it handles
+		// one message fully before it sees the cancel.
+		require.Eventually(t, func() bool { return w.QueueDepth() == 0 }, 10*time.Second, time.Millisecond)
+		if discard {
+			w.Discard()
+		}
+		cancel()
+		<-done
+		if discard {
+			require.Empty(t, commits(t, repo), "a replaced worker's open window is dropped, not committed under old settings")
+		} else {
+			require.Len(t, commits(t, repo), 1, "a stopping worker commits its open window")
+		}
+	}
+}

@@ -40,7 +40,12 @@ func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSe
 	delete(e.workers, key)
 	e.mu.Unlock()
 	if existing != nil {
-		existing.stop() // commits what it holds before the new one starts
+		// The old settings may no longer be the ones to commit with (a
+		// signing key switched on, rotated credentials): what the old worker
+		// holds is dropped, and the targets' replays into the new worker
+		// restore it.
+		existing.worker.Discard()
+		existing.stop()
 	}
 	cfg := s.Config
 	cfg.Key = key
