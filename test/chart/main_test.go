@@ -30,14 +30,7 @@ const (
 	gitPassword = "chart-s3cret"
 )
 
-func TestMain(m *testing.M) {
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { harness.Exit(run(m)) }
 
 func run(m *testing.M) (int, error) {
 	var err error

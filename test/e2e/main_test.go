@@ -22,14 +22,7 @@ const (
 	gitPassword = "s3cret-token"
 )
 
-func TestMain(m *testing.M) {
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { harness.Exit(run(m)) }
 
 func run(m *testing.M) (int, error) {
 	dir, err := os.MkdirTemp("", "e2e-git-")

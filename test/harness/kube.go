@@ -195,3 +195,13 @@ func RunWithKube(m *testing.M, opts KubeOptions, kube **Kube) int {
 	defer k.Stop()
 	return m.Run()
 }
+
+// Exit ends a TestMain whose setup returned (code, err): the setup's error
+// on standard error and status 1, or the tests' own code.
+func Exit(code int, err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
