@@ -22,8 +22,9 @@
 //     written into.
 //   - Plan: one commit's changes for a batch of Upsert and Delete operations.
 //     An existing document is edited in place and every other byte of its
-//     file is kept; a new object goes to its canonical path; a file left
-//     without documents is deleted; a no-op writes nothing.
+//     file is kept; a new object goes where the target's declared Placement
+//     puts it (RenderPath), else to its canonical path; a file left without
+//     documents is deleted; a no-op writes nothing.
 //   - Sweep: the deletes of a mark-and-sweep, scoped to one type.
 //   - Apply: folds a plan's changes back into the index, so the worker can
 //     plan its next commit without reading the repository again.

@@ -25,9 +25,14 @@ const (
 	// RefusalPlaintextBesideEncrypted: a plaintext object would share a file
 	// with an encrypted document.
 	RefusalPlaintextBesideEncrypted RefusalReason = "PlaintextBesideEncrypted"
-	// RefusalAuxiliaryPath: the canonical path is an auxiliary file
+	// RefusalAuxiliaryPath: the new object's path is an auxiliary file
 	// (a ConfigMap named "kustomization", for example).
 	RefusalAuxiliaryPath RefusalReason = "AuxiliaryPath"
+	// RefusalInvalidPlacement: the declared placement template (spec.placement)
+	// is malformed or renders a path the operator will not write (outside
+	// the root, a dot segment, not a .yaml/.yml file, a plaintext object in
+	// a .sops.yaml file). The object is not written anywhere else.
+	RefusalInvalidPlacement RefusalReason = "InvalidPlacement"
 )
 
 // Refusal is one object the planner would not write safely. The object is

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -79,6 +80,10 @@ type Planner struct {
 	// .sops.yaml when encryption is configured). Nil means README.md with
 	// BootstrapReadme.
 	Bootstrap map[string][]byte
+	// Placement is the target's declared policy for new objects; the zero
+	// value places every new object at its canonical path. It never moves
+	// an existing document.
+	Placement Placement
 }
 
 // Plan plans one commit with the default Planner.
@@ -94,7 +99,7 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 	if err := ix.Check(); err != nil {
 		return Result{}, fmt.Errorf("plan a commit under %q: %w", ix.root, err)
 	}
-	ws := &workspace{ix: ix, files: make(map[string]*fileEdit)}
+	ws := &workspace{ix: ix, placement: p.Placement, files: make(map[string]*fileEdit)}
 	var refusals []Refusal
 	for _, w := range lastWriteWins(ops) {
 		if refusal := ws.apply(w); refusal != nil {
@@ -159,9 +164,10 @@ func (p Planner) bootstrapChanges(ix *Index, touched map[string]*fileEdit) []Cha
 
 // workspace holds the files one plan touches and the objects it writes.
 type workspace struct {
-	ix      *Index
-	files   map[string]*fileEdit
-	objects []ObjectChange
+	ix        *Index
+	placement Placement
+	files     map[string]*fileEdit
+	objects   []ObjectChange
 }
 
 func (ws *workspace) record(w write, p string, action Action) {
@@ -208,15 +214,17 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 	return nil
 }
 
-// place writes a new object at its canonical path.
+// place writes a new object where the declared placement puts it, else at
+// its canonical path. A path several objects render to becomes a
+// multi-document file.
 func (ws *workspace) place(w write) *Refusal {
-	target, err := CanonicalPath(ws.ix.root, w.id, w.sensitive)
-	if err != nil {
-		return &Refusal{ID: w.id, Reason: RefusalIncompleteIdentity, Detail: err.Error()}
+	target, refusal := ws.newPath(w)
+	if refusal != nil {
+		return refusal
 	}
 	if rel, _ := ws.ix.relative(target); classify(rel) != classManifest {
 		return &Refusal{ID: w.id, Path: target, Reason: RefusalAuxiliaryPath,
-			Detail: "the canonical path is an auxiliary file the operator never manages"}
+			Detail: "the new object's path is an auxiliary file the operator never manages"}
 	}
 	body := withTrailingNewline(w.yaml)
 	_, doc, refusal := checkNewDocument(w, body, target)
@@ -236,6 +244,29 @@ func (ws *workspace) place(w write) *Refusal {
 	file.appendedDocs = append(file.appendedDocs, doc)
 	ws.record(w, target, ActionCreate)
 	return nil
+}
+
+// newPath is the path for a new object: its type's template, else the
+// default template, else the canonical path. A template that does not
+// render safely refuses the object; falling back to the canonical path
+// would write where the user said not to.
+func (ws *workspace) newPath(w write) (string, *Refusal) {
+	template, declared := ws.placement.template(w.id)
+	if !declared {
+		target, err := CanonicalPath(ws.ix.root, w.id, w.sensitive)
+		if err != nil {
+			return "", &Refusal{ID: w.id, Reason: RefusalIncompleteIdentity, Detail: err.Error()}
+		}
+		return target, nil
+	}
+	target, err := RenderPath(ws.ix.root, template, w.id, w.sensitive)
+	switch {
+	case errors.Is(err, errIncomplete):
+		return "", &Refusal{ID: w.id, Reason: RefusalIncompleteIdentity, Detail: err.Error()}
+	case err != nil:
+		return "", &Refusal{ID: w.id, Reason: RefusalInvalidPlacement, Detail: err.Error()}
+	}
+	return target, nil
 }
 
 // edit returns the working copy of the file at p, creating it on first use.
