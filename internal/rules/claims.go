@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 )
@@ -29,7 +30,7 @@ type Claim struct {
 // Result is the compiled form of one rule object.
 type Result struct {
 	// Claims are sorted by group, version, resource and namespace, with one
-	// claim per (GVR, namespace).
+	// claim per (group, resource, namespace): see mergeClaims.
 	Claims []Claim
 	// Unresolved says, per rule item, what was named but could not be
 	// claimed: not served, not followable, or of the other scope. Nothing is
@@ -40,8 +41,8 @@ type Result struct {
 	Unauthorized []string
 }
 
-// Merge unions the claims of several results into one claim per (GVR,
-// namespace), with the union of their operations, sorted like
+// Merge unions the claims of several results into one claim per (group,
+// resource, namespace), with the union of their operations, sorted like
 // Result.Claims. It is how a GitTarget's rules become its watch set.
 func Merge(results ...Result) []Claim {
 	var all []Claim
@@ -51,23 +52,37 @@ func Merge(results ...Result) []Claim {
 	return mergeClaims(all)
 }
 
+// mergeClaims keeps one claim per (group, resource, namespace). The
+// versions a resource is served at are views of the same objects: two
+// claims at two versions would open two watches on the same objects and
+// write each object's file twice, its apiVersion flipping with whichever
+// wrote last. A resource claimed at several versions is followed at the
+// one Kubernetes ranks highest (v1 over v1beta1 over v1alpha1,
+// version.CompareKubeAwareVersionStrings), with the union of operations.
 func mergeClaims(claims []Claim) []Claim {
 	type claimKey struct {
-		gvr       schema.GroupVersionResource
+		gr        schema.GroupResource
 		namespace string
 	}
 	index := map[claimKey]int{}
 	var out []Claim
 	for _, c := range claims {
-		key := claimKey{gvr: c.GVR, namespace: c.Namespace}
-		if i, seen := index[key]; seen {
-			out[i].Operations = unionOperations(out[i].Operations, c.Operations)
-			out[i].Sensitive = out[i].Sensitive || c.Sensitive
+		key := claimKey{gr: c.GVR.GroupResource(), namespace: c.Namespace}
+		c.Operations = unionOperations(nil, c.Operations)
+		i, seen := index[key]
+		if !seen {
+			index[key] = len(out)
+			out = append(out, c)
 			continue
 		}
-		index[key] = len(out)
-		c.Operations = unionOperations(nil, c.Operations)
-		out = append(out, c)
+		kept := &out[i]
+		c.Operations = unionOperations(kept.Operations, c.Operations)
+		c.Sensitive = kept.Sensitive || c.Sensitive
+		if version.CompareKubeAwareVersionStrings(c.GVR.Version, kept.GVR.Version) > 0 {
+			*kept = c
+		} else {
+			kept.Operations, kept.Sensitive = c.Operations, c.Sensitive
+		}
 	}
 	slices.SortFunc(out, func(a, b Claim) int {
 		return cmp.Or(

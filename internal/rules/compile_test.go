@@ -63,14 +63,14 @@ func TestCompileWatchRuleGroupsAndVersions(t *testing.T) {
 			wantClaims: list("example.com/v1beta1/widgets team-a CUD"),
 		},
 		{
-			name:       "several named versions",
+			name:       "several named versions follow the resource once, at the highest",
 			items:      []v1alpha3.NamespacedResourceRule{item("", list("example.com"), list("v1", "v1beta1"), list("widgets"))},
-			wantClaims: list("example.com/v1/widgets team-a CUD", "example.com/v1beta1/widgets team-a CUD"),
+			wantClaims: list("example.com/v1/widgets team-a CUD"),
 		},
 		{
-			name:       "version wildcard is every served version",
+			name:       "version wildcard follows the resource once, at its highest served version",
 			items:      []v1alpha3.NamespacedResourceRule{item("", list("example.com"), list("*"), list("widgets"))},
-			wantClaims: list("example.com/v1/widgets team-a CUD", "example.com/v1beta1/widgets team-a CUD"),
+			wantClaims: list("example.com/v1/widgets team-a CUD"),
 		},
 		{
 			name:       "a named version that is not served",

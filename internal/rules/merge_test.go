@@ -34,13 +34,21 @@ func TestMerge(t *testing.T) {
 			want: []string{"v1/configmaps team-a CUD"},
 		},
 		{
-			name: "different namespaces and versions stay separate",
+			name: "different namespaces stay separate; versions of one resource merge",
 			results: []rules.Result{
 				{Claims: []rules.Claim{claim("", "v1", "configmaps", "team-b", "CREATE"), claim("example.com", "v1", "widgets", "team-a", "CREATE")}},
 				{Claims: []rules.Claim{claim("", "v1", "configmaps", "team-a", "DELETE"), claim("example.com", "v1beta1", "widgets", "team-a", "DELETE")}},
 			},
-			want: []string{"v1/configmaps team-a D", "v1/configmaps team-b C",
-				"example.com/v1/widgets team-a C", "example.com/v1beta1/widgets team-a D"},
+			want: []string{"v1/configmaps team-a D", "v1/configmaps team-b C", "example.com/v1/widgets team-a CD"},
+		},
+		{
+			name: "a resource claimed at several versions is followed once, at the highest",
+			results: []rules.Result{
+				{Claims: []rules.Claim{claim("example.com", "v1alpha1", "widgets", "team-a", "UPDATE")}},
+				{Claims: []rules.Claim{claim("example.com", "v2beta1", "widgets", "team-a", "CREATE")}},
+				{Claims: []rules.Claim{claim("example.com", "v1", "widgets", "team-a", "DELETE")}},
+			},
+			want: []string{"example.com/v1/widgets team-a CUD"},
 		},
 		{
 			name: "cluster-scoped claims merge too",
