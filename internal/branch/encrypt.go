@@ -23,14 +23,15 @@ func (ts *targetState) sealed(wr Write) ([]byte, *manifest.Refusal) {
 	return out, nil
 }
 
-// planner plans the target's commits: the first write into the target adds
-// the README and, when the target encrypts, a .sops.yaml naming its
-// recipients, so `sops` works in a checkout.
+// planner plans the target's commits: new objects go where the target's
+// placement says; the first write into the target adds the README and,
+// when the target encrypts, a .sops.yaml naming its recipients, so `sops`
+// works in a checkout.
 func (ts *targetState) planner() manifest.Planner {
 	if ts.target.Encryptor == nil {
-		return manifest.Planner{}
+		return manifest.Planner{Placement: ts.target.Placement}
 	}
-	return manifest.Planner{Bootstrap: map[string][]byte{
+	return manifest.Planner{Placement: ts.target.Placement, Bootstrap: map[string][]byte{
 		"README.md":  manifest.BootstrapReadme(ts.index.Root()),
 		".sops.yaml": ts.target.Encryptor.SopsConfig(),
 	}}

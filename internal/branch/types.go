@@ -79,6 +79,10 @@ type Target struct {
 	// Encryptor encrypts the target's sensitive objects; nil when the
 	// target cannot encrypt, and the planner then refuses them.
 	Encryptor Encryptor
+	// Placement is the target's declared policy (spec.placement) for new
+	// objects; a change applies to the next object placed and never moves
+	// an existing file.
+	Placement manifest.Placement
 }
 
 // Encryptor turns a sensitive object's sanitized YAML into a SOPS
