@@ -39,6 +39,17 @@ type Reader interface {
 	Blob(ctx context.Context, id string) ([]byte, error)
 }
 
+// DefaultBrancher is implemented by forges that can tell which branch the
+// repository's HEAD names: the branch a clone checks out and pull requests
+// target by default. The branch worker starts a new branch from its head, so
+// the new branch shares history with it rather than starting an orphan one.
+type DefaultBrancher interface {
+	// DefaultBranch returns the default branch's name. A repository without
+	// commits has no default branch yet and answers ("", nil), even where the
+	// forge already has a name configured for the first branch.
+	DefaultBranch(ctx context.Context) (string, error)
+}
+
 // Signature is a Git identity with a time.
 type Signature struct {
 	Name  string

@@ -180,8 +180,11 @@ func identities(t *testing.T, f Fixture, o Options) {
 	require.Contains(t, c.Message, "contract: ")
 }
 
+// newBranch is how the branch worker starts a branch that does not exist
+// yet: from the head of the default branch the forge reports.
 func newBranch(t *testing.T, f Fixture) {
 	r := f.NewRepo(t, "new-branch", map[string]string{"base.yaml": "base: 1\n"})
+	require.Equal(t, "main", defaultBranch(t, r), "the seeded branch is the default")
 	base := head(t, r, "main")
 	_, err := r.Forge.Head(context.Background(), "mirror")
 	require.ErrorIs(t, err, forges.ErrNotFound, "the branch does not exist yet")
@@ -199,6 +202,7 @@ func newBranch(t *testing.T, f Fixture) {
 
 func emptyRepository(t *testing.T, f Fixture) {
 	r := f.NewRepo(t, "empty", nil)
+	require.Empty(t, defaultBranch(t, r), "an empty repository has no default branch to start from")
 	_, err := r.Forge.Head(context.Background(), "main")
 	require.True(t, errors.Is(err, forges.ErrEmptyRepository) || errors.Is(err, forges.ErrNotFound),
 		"an empty repository has no head: %v", err)
@@ -207,6 +211,16 @@ func emptyRepository(t *testing.T, f Fixture) {
 	content, ok := r.File(t, "main", "first/file.yaml")
 	require.True(t, ok)
 	require.Equal(t, "first: true\n", content)
+	require.Equal(t, "main", defaultBranch(t, r), "the first branch is the default")
+}
+
+func defaultBranch(t *testing.T, r Repo) string {
+	t.Helper()
+	brancher, ok := r.Forge.(forges.DefaultBrancher)
+	require.True(t, ok, "%T does not report its default branch", r.Forge)
+	name, err := brancher.DefaultBranch(context.Background())
+	require.NoError(t, err)
+	return name
 }
 
 func race(t *testing.T, f Fixture) {

@@ -149,10 +149,11 @@ func escapeRef(name string) string {
 // The wire types below carry only the fields this client reads or sends.
 
 type repositoryResponse struct {
-	Empty       bool `json:"empty"`
-	Archived    bool `json:"archived"`
-	Mirror      bool `json:"mirror"`
-	Permissions *struct {
+	Empty         bool   `json:"empty"`
+	DefaultBranch string `json:"default_branch"`
+	Archived      bool   `json:"archived"`
+	Mirror        bool   `json:"mirror"`
+	Permissions   *struct {
 		Push bool `json:"push"`
 	} `json:"permissions"`
 }

@@ -13,8 +13,9 @@ import (
 )
 
 var (
-	_ forges.Forge  = (*Client)(nil)
-	_ forges.Prober = (*Client)(nil)
+	_ forges.Forge           = (*Client)(nil)
+	_ forges.Prober          = (*Client)(nil)
+	_ forges.DefaultBrancher = (*Client)(nil)
 )
 
 const (
@@ -140,6 +141,20 @@ func (c *Client) Probe(ctx context.Context) error {
 		return forges.Errorf(forges.KindForbidden, op, errors.New("the token can read the repository but not push to it"))
 	}
 	return nil
+}
+
+// DefaultBranch is the repository's default_branch (GET /repos/{owner}/{repo},
+// https://gitea.com/api/swagger#/repository/repoGet). Gitea names one even
+// before the first commit; its "empty" flag says there is none yet.
+func (c *Client) DefaultBranch(ctx context.Context) (string, error) {
+	var repo repositoryResponse
+	if err := c.call(ctx, http.MethodGet, c.repoPath(""), nil, nil, &repo); err != nil {
+		return "", classify(fmt.Sprintf("read default branch of %s/%s", c.owner, c.repo), err)
+	}
+	if repo.Empty {
+		return "", nil
+	}
+	return repo.DefaultBranch, nil
 }
 
 // Head returns the commit branch points at. GET branches/{b} matches the

@@ -100,9 +100,10 @@ type Client struct {
 }
 
 var (
-	_ forges.Forge    = (*Client)(nil)
-	_ forges.Prober   = (*Client)(nil)
-	_ forges.Budgeter = (*Client)(nil)
+	_ forges.Forge           = (*Client)(nil)
+	_ forges.Prober          = (*Client)(nil)
+	_ forges.Budgeter        = (*Client)(nil)
+	_ forges.DefaultBrancher = (*Client)(nil)
 )
 
 // New builds a client. It does not contact GitHub; Probe does.
@@ -176,6 +177,29 @@ func (c *Client) CommitURL(commit string) string {
 func (c *Client) Probe(ctx context.Context) error {
 	_, _, err := c.api.Repositories.Get(ctx, c.owner, c.repo)
 	return c.classify("probe "+c.owner+"/"+c.repo, err)
+}
+
+// DefaultBranch is the repository's default_branch ("Get a repository").
+// GitHub names one even before the first commit, so for an empty repository
+// the branch is read as well ("Get a reference" answers 409 "Git Repository
+// is empty.") and the answer is none: two requests, asked only when a
+// branch worker's branch does not exist yet.
+func (c *Client) DefaultBranch(ctx context.Context) (string, error) {
+	repo, _, err := c.api.Repositories.Get(ctx, c.owner, c.repo)
+	if err != nil {
+		return "", c.classify("read default branch of "+c.owner+"/"+c.repo, err)
+	}
+	name := repo.GetDefaultBranch()
+	if name == "" {
+		return "", nil
+	}
+	switch _, err := c.Head(ctx, name); {
+	case errors.Is(err, forges.ErrEmptyRepository):
+		return "", nil
+	case err != nil && !errors.Is(err, forges.ErrNotFound):
+		return "", err
+	}
+	return name, nil
 }
 
 // Budget is the tightest request budget: the primary one of the last

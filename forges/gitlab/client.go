@@ -79,9 +79,10 @@ import (
 )
 
 var (
-	_ forges.Forge    = (*Client)(nil)
-	_ forges.Prober   = (*Client)(nil)
-	_ forges.Budgeter = (*Client)(nil)
+	_ forges.Forge           = (*Client)(nil)
+	_ forges.Prober          = (*Client)(nil)
+	_ forges.Budgeter        = (*Client)(nil)
+	_ forges.DefaultBrancher = (*Client)(nil)
 )
 
 // Options configures a Client.
@@ -175,6 +176,22 @@ func (c *Client) CommitURL(commit string) string {
 func (c *Client) Probe(ctx context.Context) error {
 	_, resp, err := c.api.Projects.GetProject(c.project, nil, gl.WithContext(ctx))
 	return classify("read project "+c.project, resp, err)
+}
+
+// DefaultBranch is the project's default_branch
+// (https://docs.gitlab.com/api/projects/#get-a-single-project). Since GitLab
+// 14.1 an empty project reports the name its first branch will get
+// (gitlab-org/gitlab!64944), earlier releases null; empty_repo says there is
+// no branch yet either way.
+func (c *Client) DefaultBranch(ctx context.Context) (string, error) {
+	project, resp, err := c.api.Projects.GetProject(c.project, nil, gl.WithContext(ctx))
+	if err != nil {
+		return "", classify("read default branch of project "+c.project, resp, err)
+	}
+	if project.EmptyRepo {
+		return "", nil
+	}
+	return project.DefaultBranch, nil
 }
 
 // Budget is the rate-limit budget the last response reported.

@@ -29,8 +29,9 @@ import (
 )
 
 var (
-	_ forges.Forge  = (*Client)(nil)
-	_ forges.Prober = (*Client)(nil)
+	_ forges.Forge           = (*Client)(nil)
+	_ forges.Prober          = (*Client)(nil)
+	_ forges.DefaultBrancher = (*Client)(nil)
 )
 
 // Options configures a Client.
@@ -89,6 +90,9 @@ type Client struct {
 	// advertised is the last ls-remote answer, used to pick the ref that
 	// brings a wanted commit in a fetch.
 	advertised map[plumbing.ReferenceName]plumbing.Hash
+	// remoteHead is the ref the remote's HEAD named in that answer, "" when
+	// it named none.
+	remoteHead plumbing.ReferenceName
 	// fetches counts fetches over the Client's life, so tests can prove
 	// that reads after the Client's own commits stay local.
 	fetches int
@@ -145,6 +149,27 @@ func (c *Client) Head(ctx context.Context, branch string) (string, error) {
 		return "", forges.Errorf(forges.KindNotFound, op, fmt.Errorf("branch %q does not exist on the remote", branch))
 	}
 	return head.String(), nil
+}
+
+// DefaultBranch is the branch the remote's HEAD names, which ls-remote
+// advertises as the capability symref=HEAD:refs/heads/<name>
+// (https://git-scm.com/docs/protocol-capabilities#_symref); go-git guesses
+// it from HEAD's commit for servers too old to send it. An empty
+// repository, a detached HEAD and a HEAD naming a branch that does not
+// exist all answer "": git advertises HEAD only when it resolves.
+func (c *Client) DefaultBranch(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.listRemoteRefs(ctx); err != nil {
+		if isEmptyRemote(err) {
+			return "", nil
+		}
+		return "", classify("read default branch", err)
+	}
+	if !c.remoteHead.IsBranch() {
+		return "", nil
+	}
+	return c.remoteHead.Short(), nil
 }
 
 // Probe lists the remote's refs, which proves the URL and the credentials.

@@ -44,13 +44,18 @@ func (c *Client) listRemoteRefs(ctx context.Context) (map[plumbing.ReferenceName
 	if err != nil {
 		if isEmptyRemote(err) {
 			c.advertised = map[plumbing.ReferenceName]plumbing.Hash{}
+			c.remoteHead = ""
 		}
 		return nil, err
 	}
 	advertised := make(map[plumbing.ReferenceName]plumbing.Hash, len(refs))
+	c.remoteHead = ""
 	for _, ref := range refs {
-		if ref.Type() == plumbing.HashReference && strings.HasPrefix(ref.Name().String(), "refs/") {
+		switch {
+		case ref.Type() == plumbing.HashReference && strings.HasPrefix(ref.Name().String(), "refs/"):
 			advertised[ref.Name()] = ref.Hash()
+		case ref.Type() == plumbing.SymbolicReference && ref.Name() == plumbing.HEAD:
+			c.remoteHead = ref.Target()
 		}
 	}
 	c.advertised = advertised

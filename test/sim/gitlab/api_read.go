@@ -23,10 +23,16 @@ func (s *Server) webURL(p *project) string { return s.webBaseURL + "/" + p.path 
 
 // getProject answers GET /projects/:id with the fields a client needs.
 // https://docs.gitlab.com/api/projects/#get-a-single-project
+//
+// An empty project reports the name its first branch will get, the
+// instance's default "main", as GitLab does since 14.1 ("Show the default
+// \"default branch\" in the API for empty projects",
+// https://gitlab.com/gitlab-org/gitlab/-/merge_requests/64944); only
+// empty_repo says there is no branch.
 func (s *Server) getProject(w http.ResponseWriter, p *project) {
-	var defaultBranch any
-	if p.defaultBranch != "" {
-		defaultBranch = p.defaultBranch
+	defaultBranch := p.defaultBranch
+	if defaultBranch == "" {
+		defaultBranch = "main"
 	}
 	name := p.path[strings.LastIndex(p.path, "/")+1:]
 	writeJSON(w, http.StatusOK, map[string]any{

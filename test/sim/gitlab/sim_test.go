@@ -188,6 +188,7 @@ func TestEmptyProjectAndNewBranches(t *testing.T) {
 	require.NoError(t, err)
 	resp := call(t, s, http.MethodGet, project("g/empty"), authed(), nil)
 	require.Equal(t, true, resp.json(t)["empty_repo"])
+	require.Equal(t, "main", resp.json(t)["default_branch"], "GitLab names the branch-to-be of an empty project")
 	resp = call(t, s, http.MethodGet, project("g/empty")+"/repository/branches/main", authed(), nil)
 	require.Equal(t, http.StatusNotFound, resp.status)
 	require.Equal(t, "404 Branch Not Found", resp.message(t))
