@@ -128,13 +128,17 @@ type AgeEncryption struct {
 	GenerateWhenMissing bool `json:"generateWhenMissing,omitempty"`
 }
 
-// PlacementSpec declares path templates for new files. Templates use
+// PlacementSpec declares path templates for new objects: an object with no
+// document in the target yet goes to its type's template, else Default,
+// else the canonical path. Existing documents never move. Templates use
 // {namespace}, {group}, {version}, {resource}, {kind} and {name}, and are
 // relative to spec.path.
 type PlacementSpec struct {
-	// ByType maps an exact [group/]version/resource to a template.
+	// ByType maps an exact [group/]version/resource ("v1/configmaps",
+	// "apps/v1/deployments") to a template.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="byType keys are [group/]version/resource, e.g. v1/configmaps or apps/v1/deployments"
 	ByType map[string]PathTemplate `json:"byType,omitempty"`
 
 	// Default template for types ByType does not name.
@@ -142,10 +146,14 @@ type PlacementSpec struct {
 	Default PathTemplate `json:"default,omitempty"`
 }
 
-// PathTemplate is a relative file path with brace variables, ending in .yaml.
+// PathTemplate is a relative file path with brace variables, ending in
+// .yaml or .yml. Only the six variables are known; a brace is never
+// literal. What a template renders for an object is checked when the
+// object is placed (see docs/crds/gittarget.md).
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=512
 // +kubebuilder:validation:Pattern=`^[A-Za-z0-9_{@+-][A-Za-z0-9._{}@+-]*(/[A-Za-z0-9_{@+-][A-Za-z0-9._{}@+-]*)*\.ya?ml$`
+// +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{](namespace|group|version|resource|kind|name)[}])*$')",message="a template uses only the variables {namespace}, {group}, {version}, {resource}, {kind} and {name}, each in one pair of braces"
 type PathTemplate string
 
 // GitTargetStatus reports the target's health, streams and last commit.

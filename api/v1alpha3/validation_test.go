@@ -81,6 +81,21 @@ spec:
   branch: main
   path: clusters
   encryption: {age: {recipients: [age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p], generateWhenMissing: true}}`},
+	{"GitTarget placement with an unknown variable", "spec.placement.default", `
+kind: GitTarget
+spec: {providerRef: {name: p}, branch: main, path: clusters, placement: {default: "{namespace}/{cluster}.yaml"}}`},
+	{"GitTarget placement with an unclosed brace", "spec.placement.byType[v1/configmaps]", `
+kind: GitTarget
+spec: {providerRef: {name: p}, branch: main, path: clusters, placement: {byType: {v1/configmaps: "{namespace/x.yaml"}}}`},
+	{"GitTarget placement that is not a YAML file", "spec.placement.default", `
+kind: GitTarget
+spec: {providerRef: {name: p}, branch: main, path: clusters, placement: {default: "{namespace}/{name}.json"}}`},
+	{"GitTarget placement escaping the path", "spec.placement.default", `
+kind: GitTarget
+spec: {providerRef: {name: p}, branch: main, path: clusters, placement: {default: "../{name}.yaml"}}`},
+	{"GitTarget placement keyed by a kind", "spec.placement.byType", `
+kind: GitTarget
+spec: {providerRef: {name: p}, branch: main, path: clusters, placement: {byType: {ConfigMap: "{name}.yaml"}}}`},
 	{"GitProvider with a URL that is not one", "spec.url", `
 kind: GitProvider
 spec: {url: not a url, allowedBranches: [main]}`},

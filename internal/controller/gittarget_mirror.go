@@ -18,6 +18,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/credentials"
 	"github.com/configbutler/gitops-reverser/internal/engine"
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/rules"
 	"github.com/configbutler/gitops-reverser/internal/watch"
 )
@@ -71,6 +72,7 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 	}
 	run.spec.Key = keyOf(run.target)
 	run.spec.Path = run.target.Spec.Path
+	run.spec.Placement = placementOf(run.target.Spec.Placement)
 	run.spec.Worker = branch.Key{ProviderNamespace: gp.Namespace, Provider: gp.Name, Branch: run.target.Spec.Branch}
 	run.spec.Settings = engine.WorkerSettings{
 		Fingerprint: fmt.Sprintf("generation=%d,secret=%s,knownhosts=%s,signing=%s",
@@ -85,6 +87,23 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 		},
 	}
 	return nil
+}
+
+// placementOf turns spec.placement into the planner's plain policy. The
+// API has validated the templates' shape; what a template renders for an
+// object is checked when it is placed.
+func placementOf(spec *v1alpha3.PlacementSpec) manifest.Placement {
+	if spec == nil {
+		return manifest.Placement{}
+	}
+	p := manifest.Placement{Default: string(spec.Default)}
+	if len(spec.ByType) > 0 {
+		p.ByType = make(map[string]string, len(spec.ByType))
+		for gvr, template := range spec.ByType {
+			p.ByType[gvr] = string(template)
+		}
+	}
+	return p
 }
 
 // resolveRules compiles the WatchRules and ClusterWatchRules that name this

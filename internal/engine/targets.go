@@ -33,6 +33,10 @@ type TargetSpec struct {
 	// OperatorSecrets are the Secrets of the source that hold the operator's
 	// own credentials and keys; they are never mirrored.
 	OperatorSecrets []types.NamespacedName
+	// Placement is spec.placement: where new objects go. A change reaches
+	// the worker on the next apply without restarting the streams; files
+	// already in Git stay where they are.
+	Placement manifest.Placement
 }
 
 type targetEntry struct {
@@ -74,7 +78,8 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	}
 	worker, replaced := e.ensureWorker(runCtx, spec.Worker, spec.Settings)
 	e.keepEncryptor(&spec)
-	if err := worker.SetTarget(runCtx, branch.Target{Key: spec.Key, Path: spec.Path, Encryptor: encryptorOf(spec.Encryption)}); err != nil {
+	if err := worker.SetTarget(runCtx, branch.Target{Key: spec.Key, Path: spec.Path, Encryptor: encryptorOf(spec.Encryption),
+		Placement: spec.Placement}); err != nil {
 		return fmt.Errorf("registering GitTarget %s with its branch worker: %w", spec.Key, err)
 	}
 	e.mu.Lock()
