@@ -102,6 +102,7 @@ func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
 	req := forges.CommitRequest{
 		Branch:       w.cfg.Key.Branch,
 		ExpectedHead: w.state.head,
+		BaseHead:     w.state.base, // set only while the branch does not exist: the commit creates it there
 		Message:      msg,
 		Author:       forges.Signature{Name: author.Name, Email: author.Email, When: now},
 		Committer:    forges.Signature{Name: w.cfg.Committer.Name, Email: w.cfg.Committer.Email, When: now},

@@ -17,9 +17,13 @@ import (
 // head. Blob contents are cached by id, so after a conflict only what changed
 // is read again.
 type branchState struct {
-	forge   forges.Forge
-	branch  string
-	head    string
+	forge  forges.Forge
+	branch string
+	head   string
+	// base, while the branch does not exist, is the head of the repository's
+	// default branch: the first commit starts the branch there, so it shares
+	// history with the default branch. "" starts an orphan history.
+	base    string
 	known   bool
 	targets map[TargetKey]*targetState
 	blobs   *blobCache
@@ -28,7 +32,7 @@ type branchState struct {
 type targetState struct {
 	target Target
 	index  *manifest.Index
-	// at is the head the index describes; a different head means reload.
+	// at is the tip the index describes; a different tip means reload.
 	at string
 }
 
@@ -54,23 +58,66 @@ func (s *branchState) refresh(ctx context.Context) error {
 
 func (s *branchState) readHead(ctx context.Context) error {
 	head, err := s.forge.Head(ctx, s.branch)
+	base := ""
 	switch {
 	case err == nil:
-		s.head = head
-	case errors.Is(err, forges.ErrNotFound), errors.Is(err, forges.ErrEmptyRepository):
-		s.head = "" // the first commit creates the branch
+	case errors.Is(err, forges.ErrNotFound):
+		// The first commit creates the branch, from the default branch.
+		if base, err = s.readBase(ctx); err != nil {
+			return err
+		}
+	case errors.Is(err, forges.ErrEmptyRepository):
+		// The first commit creates the branch and the repository's history.
 	default:
 		return fmt.Errorf("reading the head of branch %s: %w", s.branch, err)
 	}
-	s.known = true
+	s.head, s.base, s.known = head, base, true
 	return nil
 }
 
-// loaded reports whether the target's index describes the head as last
+// readBase is the head of the repository's default branch, for a branch
+// that does not exist yet to start from: a user mirroring into a new branch
+// expects it to share history with the default branch, so it can be
+// compared and merged. It is "" (an orphan history) when the forge cannot
+// tell its default branch, the repository has none yet, or the default
+// branch is this branch, which is then missing only because the repository
+// is empty.
+func (s *branchState) readBase(ctx context.Context) (string, error) {
+	brancher, ok := s.forge.(forges.DefaultBrancher)
+	if !ok {
+		return "", nil
+	}
+	name, err := brancher.DefaultBranch(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the default branch to start branch %s from: %w", s.branch, err)
+	}
+	if name == "" || name == s.branch {
+		return "", nil
+	}
+	head, err := s.forge.Head(ctx, name)
+	switch {
+	case err == nil:
+		return head, nil
+	case errors.Is(err, forges.ErrNotFound), errors.Is(err, forges.ErrEmptyRepository):
+		return "", nil // a default branch named but not there has nothing to share
+	}
+	return "", fmt.Errorf("reading the head of default branch %s to start branch %s from: %w", name, s.branch, err)
+}
+
+// tip is the commit the indexes describe: the head, or while the branch
+// does not exist the commit it will start from ("" for none).
+func (s *branchState) tip() string {
+	if s.head == "" {
+		return s.base
+	}
+	return s.head
+}
+
+// loaded reports whether the target's index describes the tip as last
 // read, so using it needs no reads.
 func (s *branchState) loaded(key TargetKey) bool {
 	ts, ok := s.targets[key]
-	return ok && s.known && ts.index != nil && ts.at == s.head
+	return ok && s.known && ts.index != nil && ts.at == s.tip()
 }
 
 // expect seeds the blob cache with file contents the worker is about to
@@ -83,7 +130,10 @@ func (s *branchState) expect(contents [][]byte) {
 	}
 }
 
-// ensureLoaded makes the target's index describe the current head.
+// ensureLoaded makes the target's index describe the current tip. On a
+// branch that does not exist yet that is its base: files the default branch
+// already has under the target's path are the starting state, existing
+// documents the planner edits in place rather than writes again.
 func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 	ts, ok := s.targets[key]
 	if !ok {
@@ -94,7 +144,7 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 			return err
 		}
 	}
-	if ts.index != nil && ts.at == s.head {
+	if ts.index != nil && ts.at == s.tip() {
 		return nil
 	}
 	files, err := s.readSubtree(ctx, ts.target.Path)
@@ -103,22 +153,23 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 	}
 	ix, err := manifest.NewIndex(ts.target.Path, files)
 	if err != nil {
-		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.head, err)
+		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.tip(), err)
 	}
-	ts.index, ts.at = ix, s.head
+	ts.index, ts.at = ix, s.tip()
 	return nil
 }
 
-// readSubtree reads the files under root at the head. Only YAML is read:
+// readSubtree reads the files under root at the tip. Only YAML is read:
 // other files only need to be known to exist.
 func (s *branchState) readSubtree(ctx context.Context, root string) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	if s.head == "" {
+	tip := s.tip()
+	if tip == "" {
 		return files, nil
 	}
-	entries, err := s.forge.Tree(ctx, s.head, root)
+	entries, err := s.forge.Tree(ctx, tip, root)
 	if err != nil {
-		return nil, fmt.Errorf("listing %s at %s: %w", root, s.head, err)
+		return nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
 	}
 	for _, e := range entries {
 		if !isYAML(e.Path) {
@@ -147,11 +198,12 @@ func (s *branchState) blob(ctx context.Context, id string) ([]byte, error) {
 }
 
 // committed moves the state to a commit the worker made: the changed target
-// applies its own changes, and every other index that described the old head
+// applies its own changes, and every other index that described the old tip
 // still describes the new one, since the commit touched only this target.
+// A branch the commit created now exists, so it has no base any more.
 func (s *branchState) committed(res forges.CommitResult, plan *windowPlan) {
-	old := s.head
-	s.head = res.Commit
+	old := s.tip()
+	s.head, s.base = res.Commit, ""
 	for _, ts := range s.targets {
 		if ts.at != old || ts.index == nil {
 			continue
