@@ -76,7 +76,8 @@ func BootstrapReadme(root string) []byte {
 		"desired state of cluster objects into Git. The cluster is the source of truth: a change\n" +
 		"made only here is overwritten the next time the object changes in the cluster.\n\n" +
 		"New objects are placed at `{namespace}/{group}/{resource}/{name}.yaml` (no group for core\n" +
-		"types, `_cluster` for cluster-scoped objects). Sensitive objects are SOPS-encrypted and\n" +
+		"types, `_cluster` for cluster-scoped objects) unless the GitTarget's `spec.placement`\n" +
+		"declares other paths. Sensitive objects are SOPS-encrypted and\n" +
 		"end in `.sops.yaml`. Existing files keep their place: moving or merging them is fine.\n")
 }
 
