@@ -42,6 +42,30 @@ func sharedGitea(t *testing.T) *harness.Gitea {
 	return giteaServer.g
 }
 
+// giteaMirror mirrors the ConfigMaps of namespace ns, starting with one
+// named first, to path live on branch of a Gitea repository, through the
+// Gitea API forge.
+func giteaMirror(t *testing.T, g *harness.Gitea, ns, owner, repo, branch string) {
+	t.Helper()
+	apply(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gitea-token"}, StringData: map[string]string{"token": g.Token()}},
+		&v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gitea"}, Spec: v1alpha3.GitProviderSpec{
+			URL:             g.HTTPCloneURL(owner, repo),
+			Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea},
+			SecretRef:       &v1alpha3.LocalObjectReference{Name: "gitea-token"},
+			AllowedBranches: []string{branch},
+			Push:            v1alpha3.PushSpec{CommitWindow: &metav1.Duration{Duration: 300 * time.Millisecond}},
+		}},
+		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "gitea"}, Branch: branch, Path: "live"}},
+		watchRule(ns, "configmaps", "mirror", "configmaps"),
+		configMap(ns, "first", map[string]string{"v": "1"}),
+	)
+}
+
 // TestThePipelineCommitsThroughTheGiteaAPI runs the core cases through the
 // Gitea API forge against a real Gitea: create, update and delete reach
 // Gitea with the configured author and committer, an external commit made
@@ -56,23 +80,7 @@ func TestThePipelineCommitsThroughTheGiteaAPI(t *testing.T) {
 	t.Setenv("TMPDIR", tmp) // a clone or worktree would have to land somewhere
 
 	ns := "via-gitea"
-	apply(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gitea-token"}, StringData: map[string]string{"token": g.Token()}},
-		&v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gitea"}, Spec: v1alpha3.GitProviderSpec{
-			URL:             g.HTTPCloneURL(owner, "gitea-mirror"),
-			Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea},
-			SecretRef:       &v1alpha3.LocalObjectReference{Name: "gitea-token"},
-			AllowedBranches: []string{"main"},
-			Push:            v1alpha3.PushSpec{CommitWindow: &metav1.Duration{Duration: 300 * time.Millisecond}},
-		}},
-		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
-			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "gitea"}, Branch: "main", Path: "live"}},
-		watchRule(ns, "configmaps", "mirror", "configmaps"),
-		configMap(ns, "first", map[string]string{"v": "1"}),
-	)
+	giteaMirror(t, g, ns, owner, "gitea-mirror", "main")
 	startOperator(t)
 	api := g.Client()
 	file := func(path string) string {
