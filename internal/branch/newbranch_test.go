@@ -103,3 +103,17 @@ func TestABranchCreatedByAnotherWriterFirstIsAConflictAndTheWindowReplaysOnIt(t 
 		"the replay commits on the branch the other writer made")
 	require.Equal(t, mainHead, gitOut(t, "raced-branch", "rev-parse", "mirror^"))
 }
+
+// plainForge hides every optional interface of the forge it wraps, as a
+// forge that cannot tell its default branch would.
+type plainForge struct{ forges.Forge }
+
+func TestAForgeThatCannotTellItsDefaultBranchStartsAnOrphanHistory(t *testing.T) {
+	_, err := git.CreateRepoWithCommit("no-default", map[string]string{"mirror/hand-written/a.yaml": existingA})
+	require.NoError(t, err)
+	w := startWorker(t, "no-default", func(f forges.Forge) forges.Forge { return plainForge{f} }, onBranch("mirror"))
+	write(t, w, branch.Author{}, cm("a", "1"))
+	flush(t, w)
+	require.Empty(t, gitOut(t, "no-default", "log", "-1", "--format=%P", "mirror"), "a root commit, as before")
+	require.Contains(t, gitOut(t, "no-default", "show", "mirror:mirror/team/configmaps/a.yaml"), `v: "1"`)
+}
