@@ -46,13 +46,10 @@ func yamlFiles(n int, prefix string) []forges.FileChange {
 
 func TestACommitIsThreeRequestsWhateverTheNumberOfFiles(t *testing.T) {
 	sim := startSim(t)
-	repo := repoName(t, "r")
-	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"old.yaml": "old: true\n"}))
-	client := newTokenClient(t, sim, repo, goodToken)
+	repo, client := tokenRepo(t, sim, map[string]string{"old.yaml": "old: true\n"})
 	ctx := context.Background()
-	head, err := client.Head(ctx, "main")
-	require.NoError(t, err)
-	_, err = client.Tree(ctx, head, "")
+	head := mainHead(t, client)
+	_, err := client.Tree(ctx, head, "")
 	require.NoError(t, err, "reading the tree teaches the client the head's tree")
 
 	threeRequests := []string{"POST git/trees", "POST git/commits", "PATCH git/refs/heads/main"}
@@ -78,13 +75,10 @@ func TestACommitIsThreeRequestsWhateverTheNumberOfFiles(t *testing.T) {
 
 func TestACommitOnAHeadOnlyReadAsARefFetchesItsTreeOnce(t *testing.T) {
 	sim := startSim(t)
-	repo := repoName(t, "r")
-	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
-	client := newTokenClient(t, sim, repo, goodToken)
-	head, err := client.Head(context.Background(), "main")
-	require.NoError(t, err)
+	_, client := tokenRepo(t, sim, map[string]string{"a.yaml": "a: 1\n"})
+	head := mainHead(t, client)
 	made := record(t, sim, func() {
-		_, err = client.Commit(context.Background(), commitRequest("main", head, yamlFiles(3, "x")...))
+		_, err := client.Commit(context.Background(), commitRequest("main", head, yamlFiles(3, "x")...))
 		require.NoError(t, err)
 	})
 	require.Equal(t, []string{"GET git/commits/" + head, "POST git/trees", "POST git/commits", "PATCH git/refs/heads/main"}, made)
@@ -92,15 +86,13 @@ func TestACommitOnAHeadOnlyReadAsARefFetchesItsTreeOnce(t *testing.T) {
 
 func TestBinaryAndLargeFilesAreUploadedAsBlobs(t *testing.T) {
 	sim := startSim(t)
-	repo := repoName(t, "r")
-	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
-	client := newTokenClient(t, sim, repo, goodToken)
+	_, client := tokenRepo(t, sim, map[string]string{"a.yaml": "a: 1\n"})
 	ctx := context.Background()
-	head, err := client.Head(ctx, "main")
-	require.NoError(t, err)
+	head := mainHead(t, client)
 	binary := []byte{0x00, 0xff, 0xfe, 'x'}
 	large := []byte(strings.Repeat("k: v\n", (1<<20)/5+1))
 	var result forges.CommitResult
+	var err error
 	made := record(t, sim, func() {
 		result, err = client.Commit(ctx, commitRequest("main", head,
 			forges.FileChange{Path: "bin/data", Content: binary},
@@ -174,16 +166,13 @@ func (s *recordingSigner) Sign(payload []byte) ([]byte, error) {
 
 func TestSignedCommitSignsTheCommitGitHubStores(t *testing.T) {
 	sim := startSim(t)
-	repo := repoName(t, "r")
-	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
-	client := newTokenClient(t, sim, repo, goodToken)
+	repo, client := tokenRepo(t, sim, map[string]string{"a.yaml": "a: 1\n"})
 	ctx := context.Background()
-	head, err := client.Head(ctx, "main")
-	require.NoError(t, err)
+	head := mainHead(t, client)
 	signer := &recordingSigner{}
 	req := commitRequest("main", head, forges.FileChange{Path: "b.yaml", Content: []byte("b: 1\n")})
 	req.Signer = signer
-	_, err = client.Commit(ctx, req)
+	_, err := client.Commit(ctx, req)
 	require.NoError(t, err)
 	stored, err := sim.HeadCommit(owner, repo, "main")
 	require.NoError(t, err)
@@ -193,17 +182,14 @@ func TestSignedCommitSignsTheCommitGitHubStores(t *testing.T) {
 
 func TestTruncatedTreesAreReadOneSubtreeAtATime(t *testing.T) {
 	sim := startSim(t, simgithub.WithTreeEntryLimit(4))
-	repo := repoName(t, "r")
 	seed := map[string]string{"top.yaml": "t\n"}
 	for i := range 6 {
 		seed[fmt.Sprintf("apps/team-%d/app.yaml", i)] = fmt.Sprintf("team: %d\n", i)
 		seed[fmt.Sprintf("infra/%d.yaml", i)] = "i\n"
 	}
-	require.NoError(t, sim.CreateRepo(owner, repo, seed))
-	client := newTokenClient(t, sim, repo, goodToken)
+	_, client := tokenRepo(t, sim, seed)
 	ctx := context.Background()
-	head, err := client.Head(ctx, "main")
-	require.NoError(t, err)
+	head := mainHead(t, client)
 	all, err := client.Tree(ctx, head, "")
 	require.NoError(t, err)
 	require.Len(t, all, len(seed))
@@ -220,9 +206,7 @@ func TestTruncatedTreesAreReadOneSubtreeAtATime(t *testing.T) {
 
 func TestCommitURLAndProbe(t *testing.T) {
 	sim := startSim(t)
-	repo := repoName(t, "r")
-	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
-	client := newTokenClient(t, sim, repo, goodToken)
+	repo, client := tokenRepo(t, sim, map[string]string{"a.yaml": "a: 1\n"})
 	require.Equal(t, "https://github.com/"+owner+"/"+repo+"/commit/abc", client.CommitURL("abc"))
 	require.NoError(t, client.Probe(context.Background()))
 	require.ErrorIs(t, newTokenClient(t, sim, "missing", goodToken).Probe(context.Background()), forges.ErrNotFound)

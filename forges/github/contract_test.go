@@ -1,6 +1,7 @@
 package github_test
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -112,4 +113,21 @@ func newTokenClient(t *testing.T, sim *simgithub.Server, repo, token string, opt
 	client, err := forgegithub.New(options)
 	require.NoError(t, err)
 	return client
+}
+
+// tokenRepo creates a repository named for the test, seeded with the files,
+// and returns its name and a client on it with the good token.
+func tokenRepo(t *testing.T, sim *simgithub.Server, seed map[string]string, opts ...func(*forgegithub.Options)) (string, *forgegithub.Client) {
+	t.Helper()
+	repo := repoName(t, "r")
+	require.NoError(t, sim.CreateRepo(owner, repo, seed))
+	return repo, newTokenClient(t, sim, repo, goodToken, opts...)
+}
+
+// mainHead is the head of main as the client reads it.
+func mainHead(t *testing.T, client *forgegithub.Client) string {
+	t.Helper()
+	head, err := client.Head(context.Background(), "main")
+	require.NoError(t, err)
+	return head
 }

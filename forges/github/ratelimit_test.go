@@ -24,12 +24,8 @@ func limitedRepo(t *testing.T, contentPerMinute int, opts ...func(*forgegithub.O
 	t.Helper()
 	clock := simgithub.NewClock(time.Now())
 	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithContentLimit(contentPerMinute, 500))
-	repo := repoName(t, "r")
-	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
-	client := newTokenClient(t, sim, repo, goodToken, append([]func(*forgegithub.Options){withClock(clock)}, opts...)...)
-	head, err := client.Head(context.Background(), "main")
-	require.NoError(t, err)
-	first, err := client.Commit(context.Background(), commitRequest("main", head, forges.FileChange{Path: "one.yaml", Content: []byte("1\n")}))
+	repo, client := tokenRepo(t, sim, map[string]string{"a.yaml": "a: 1\n"}, append([]func(*forgegithub.Options){withClock(clock)}, opts...)...)
+	first, err := client.Commit(context.Background(), commitRequest("main", mainHead(t, client), forges.FileChange{Path: "one.yaml", Content: []byte("1\n")}))
 	require.NoError(t, err)
 	return clock, sim, client, repo, first
 }
@@ -70,9 +66,7 @@ func TestSecondaryRateLimitIsWaitedOutAndNothingIsLost(t *testing.T) {
 func TestPrimaryBudgetIsReportedAndAnExhaustedOneWaitsForReset(t *testing.T) {
 	clock := simgithub.NewClock(time.Now().Truncate(time.Second))
 	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithPrimaryLimit(3, http.StatusForbidden))
-	repo := repoName(t, "r")
-	require.NoError(t, sim.CreateRepo(owner, repo, map[string]string{"a.yaml": "a: 1\n"}))
-	client := newTokenClient(t, sim, repo, goodToken, withClock(clock))
+	_, client := tokenRepo(t, sim, map[string]string{"a.yaml": "a: 1\n"}, withClock(clock))
 	ctx := context.Background()
 	_, known := client.Budget()
 	require.False(t, known, "no response has reported a budget yet")
