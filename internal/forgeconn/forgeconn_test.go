@@ -149,12 +149,9 @@ func TestOpenGiteaReachesARealServer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			forge, err := forgeconn.Open(spec, tt.creds, nil)
-			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			err = forge.(forges.Prober).Probe(ctx)
-			require.True(t, tt.probe(err), "probe answered %v", err)
+			requireProbe(t, ctx, spec, tt.creds, tt.probe)
 		})
 	}
 }
@@ -244,3 +241,22 @@ func TestOpenedForgesReachARealServer(t *testing.T) {
 
 func isNil(err error) bool          { return err == nil }
 func isUnauthorized(err error) bool { return errors.Is(err, forges.ErrUnauthorized) }
+
+// requireProbe opens the forge for spec with creds and checks what its
+// probe answers.
+func requireProbe(t *testing.T, ctx context.Context, spec v1alpha3.GitProviderSpec, creds credentials.Credentials, probe func(error) bool) {
+	t.Helper()
+	forge, err := forgeconn.Open(spec, creds, nil)
+	require.NoError(t, err)
+	err = forge.(forges.Prober).Probe(ctx)
+	require.True(t, probe(err), "probe answered %v", err)
+}
+
+// requireCommitURL opens the forge for spec with a token and checks the
+// URL it gives commit abc.
+func requireCommitURL(t *testing.T, spec v1alpha3.GitProviderSpec, want string) {
+	t.Helper()
+	forge, err := forgeconn.Open(spec, credentials.Credentials{Token: "t"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, want, forge.CommitURL("abc"))
+}

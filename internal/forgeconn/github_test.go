@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
-	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/credentials"
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 	simgithub "github.com/configbutler/gitops-reverser/test/sim/github"
@@ -45,10 +44,7 @@ func TestOpenGitHubReachesTheRepository(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			forge, err := forgeconn.Open(spec, tt.creds, nil)
-			require.NoError(t, err)
-			err = forge.(forges.Prober).Probe(context.Background())
-			require.True(t, tt.probe(err), "probe answered %v", err)
+			requireProbe(t, context.Background(), spec, tt.creds, tt.probe)
 		})
 	}
 }
@@ -66,9 +62,7 @@ func TestOpenGitHubDerivesTheRepositoryAndWebURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec.URL, func(t *testing.T) {
-			forge, err := forgeconn.Open(tt.spec, credentials.Credentials{Token: "t"}, nil)
-			require.NoError(t, err)
-			require.Equal(t, tt.commitURL, forge.CommitURL("abc"))
+			requireCommitURL(t, tt.spec, tt.commitURL)
 		})
 	}
 }

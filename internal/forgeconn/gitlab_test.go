@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
-	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/credentials"
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 	simgitlab "github.com/configbutler/gitops-reverser/test/sim/gitlab"
@@ -41,10 +40,7 @@ func TestOpenGitLabReachesTheProject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			forge, err := forgeconn.Open(tt.spec, tt.creds, nil)
-			require.NoError(t, err)
-			err = forge.(forges.Prober).Probe(context.Background())
-			require.True(t, tt.probe(err), "probe answered %v", err)
+			requireProbe(t, context.Background(), tt.spec, tt.creds, tt.probe)
 		})
 	}
 }
@@ -64,9 +60,7 @@ func TestOpenGitLabDerivesTheAPIAndProject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec.URL, func(t *testing.T) {
-			forge, err := forgeconn.Open(tt.spec, credentials.Credentials{Token: "t"}, nil)
-			require.NoError(t, err)
-			require.Equal(t, tt.commitURL, forge.CommitURL("abc"))
+			requireCommitURL(t, tt.spec, tt.commitURL)
 		})
 	}
 }
