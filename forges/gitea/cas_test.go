@@ -146,10 +146,7 @@ func TestCommitOnDeletedBranchIsConflict(t *testing.T) {
 	repo := createRepo(t, "deleted-branch", map[string]string{"a.yaml": "a: 1\n"})
 	client := newClient(t, repo, server.Token())
 	ctx := testContext(t)
-	base := sdkHead(t, repo, "main")
-	feature := forges.CommitRequest{Branch: "feature", BaseHead: base, Message: "feature\n", Changes: []forges.FileChange{put("f.yaml", "f: 1\n")}}
-	created, err := client.Commit(ctx, feature)
-	require.NoError(t, err)
+	_, created := commitNewBranch(t, ctx, client, repo, "feature", "feature\n", put("f.yaml", "f: 1\n"))
 	deleted, resp, err := server.Client().DeleteRepoBranch(server.AdminUser(), repo, "feature")
 	require.NoError(t, err)
 	require.True(t, deleted, "HTTP %d", resp.StatusCode)
@@ -168,13 +165,10 @@ func TestNewBranchThatAppearedIsConflict(t *testing.T) {
 	repo := createRepo(t, "appeared", map[string]string{"a.yaml": "a: 1\n"})
 	client := newClient(t, repo, server.Token())
 	ctx := testContext(t)
-	base := sdkHead(t, repo, "main")
-	request := forges.CommitRequest{Branch: "mirror", BaseHead: base, Message: "first\n", Changes: []forges.FileChange{put("m.yaml", "m: 1\n")}}
-	first, err := client.Commit(ctx, request)
-	require.NoError(t, err)
+	request, first := commitNewBranch(t, ctx, client, repo, "mirror", "first\n", put("m.yaml", "m: 1\n"))
 
 	request.Changes = []forges.FileChange{put("m.yaml", "m: 2\n")}
-	_, err = client.Commit(ctx, request)
+	_, err := client.Commit(ctx, request)
 	require.ErrorIs(t, err, forges.ErrConflict)
 	require.Equal(t, first.Commit, sdkHead(t, repo, "mirror"))
 	require.Equal(t, []string{"main", "mirror"}, branches(t, repo))

@@ -171,6 +171,16 @@ func put(path, content string) forges.FileChange {
 
 func del(path string) forges.FileChange { return forges.FileChange{Path: path, Delete: true} }
 
+// commitNewBranch commits change on a new branch from main's current head
+// and returns the request and its result.
+func commitNewBranch(t *testing.T, ctx context.Context, client *Client, repo, branch, message string, change forges.FileChange) (forges.CommitRequest, forges.CommitResult) {
+	t.Helper()
+	request := forges.CommitRequest{Branch: branch, BaseHead: sdkHead(t, repo, "main"), Message: message, Changes: []forges.FileChange{change}}
+	result, err := client.Commit(ctx, request)
+	require.NoError(t, err)
+	return request, result
+}
+
 // commitRequest is a commit on expectedHead of main by a fixed author and
 // committer in different zones, so a re-stamped identity shows.
 func commitRequest(expectedHead, message string, changes ...forges.FileChange) forges.CommitRequest {
