@@ -3,28 +3,26 @@ package chart
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/operator"
+	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
+// init keeps the operator's log quiet unless CHART_TEST_LOG=debug.
 func init() {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
+	harness.SetLogger("CHART_TEST_LOG")
 }
 
 // startOperator runs the operator in process as the chart's ServiceAccount
@@ -210,14 +208,6 @@ func forbiddenUntilGranted(t *testing.T, release, opNS, values, team, target, re
 		c := meta.FindStatusCondition(targetConditions(t, team, target), v1alpha3.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionTrue
 	}, 30*time.Second, 200*time.Millisecond, "GitTarget Ready again once granted; conditions: %+v", targetConditions(t, team, target))
-}
-
-// zapLevel keeps the operator's log quiet unless CHART_TEST_LOG=debug.
-func zapLevel() zapcore.Level {
-	if os.Getenv("CHART_TEST_LOG") == "debug" {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
 }
 
 func ruleStatus(t *testing.T, ns, name string) v1alpha3.RuleStatus {
