@@ -103,9 +103,7 @@ func TestCommitConflictsWithACommitPushedByTheGitCLI(t *testing.T) {
 func TestCommitConflictsWhenNewBranchAlreadyExists(t *testing.T) {
 	t.Parallel()
 	forEachRemote(t, func(t *testing.T, r remote) {
-		repo, head := createRepo(t, map[string]string{"a.yaml": "a\n"})
-		serverGit(t, repo, "branch", "feature", head)
-		client := newClient(t, r, repo)
+		repo, head, client := repoWithFeatureBranch(t, r)
 		ctx := testContext(t)
 
 		orphan := commitRequest("feature", "", "orphan onto existing", put("b.yaml", "b\n"))
@@ -123,9 +121,7 @@ func TestCommitConflictsWhenNewBranchAlreadyExists(t *testing.T) {
 func TestCommitConflictsWhenBranchWasDeleted(t *testing.T) {
 	t.Parallel()
 	forEachRemote(t, func(t *testing.T, r remote) {
-		repo, head := createRepo(t, map[string]string{"a.yaml": "a\n"})
-		serverGit(t, repo, "branch", "feature", head)
-		client := newClient(t, r, repo)
+		repo, head, client := repoWithFeatureBranch(t, r)
 		ctx := testContext(t)
 		_, err := client.Tree(ctx, head, "")
 		require.NoError(t, err)
@@ -162,6 +158,15 @@ func TestCommitConflictsWhenBranchMovesDuringThePush(t *testing.T) {
 }
 
 // gitCLI runs the real git with an isolated configuration.
+// repoWithFeatureBranch creates a repository whose branches main and
+// feature are at its one commit (a.yaml), and a client for it on r.
+func repoWithFeatureBranch(t *testing.T, r remote) (repo, head string, client *Client) {
+	t.Helper()
+	repo, head = createRepo(t, map[string]string{"a.yaml": "a\n"})
+	serverGit(t, repo, "branch", "feature", head)
+	return repo, head, newClient(t, r, repo)
+}
+
 type gitCLI struct {
 	env []string
 }
