@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +25,9 @@ const maxCached = 50_000
 type Encryptor struct {
 	keys        parsedKeys
 	fingerprint string
+	// root derives the data keys (datakey.go); nil without identities, and
+	// then every file gets a random data key and is never reused.
+	root []byte
 	// Now stamps sops' lastmodified; a test may fix it.
 	Now func() time.Time
 
@@ -48,7 +52,8 @@ func New(k Keys) (*Encryptor, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte("recipients=" + strings.Join(p.recipients, ",") + ";decryptable=" + strings.Join(p.decryptable, ",")))
-	return &Encryptor{keys: p, fingerprint: hex.EncodeToString(sum[:8]), Now: time.Now, cache: map[string]cached{}}, nil
+	return &Encryptor{keys: p, fingerprint: hex.EncodeToString(sum[:8]), root: keyRoot(p.identities), Now: time.Now,
+		cache: map[string]cached{}}, nil
 }
 
 // Recipients are the age public keys files are encrypted to, sorted.
@@ -84,7 +89,7 @@ func (e *Encryptor) Encrypt(object string, plaintext, existing []byte) ([]byte, 
 	if existing != nil && e.CanDecrypt() {
 		// A file the operator cannot reuse (other recipients, another
 		// tool's rules, tampered) is simply replaced by a new encryption.
-		if out, err := e.reencrypt(plaintext, existing); err == nil {
+		if out, err := e.reencrypt(object, plaintext, existing); err == nil {
 			e.remember(object, digest, out)
 			return out, nil
 		}
@@ -92,7 +97,7 @@ func (e *Encryptor) Encrypt(object string, plaintext, existing []byte) ([]byte, 
 	if hit {
 		return last.ciphertext, nil
 	}
-	out, err := e.encryptNew(plaintext)
+	out, err := e.encryptNew(object, plaintext)
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +122,23 @@ func (e *Encryptor) Decrypt(ciphertext []byte) ([]byte, error) {
 	return renderDocument(o.branch, nil)
 }
 
-// encryptNew encrypts with a new data key.
-func (e *Encryptor) encryptNew(plaintext []byte) ([]byte, error) {
+// encryptNew encrypts with fresh IVs under the object's data key: the
+// derived one when the Encryptor holds identities, else a random one.
+func (e *Encryptor) encryptNew(object string, plaintext []byte) ([]byte, error) {
 	b, err := loadPlain(plaintext)
 	if err != nil {
 		return nil, err
 	}
-	dataKey, stanzas, err := e.newDataKey()
+	dataKey := make([]byte, 32)
+	if e.root != nil {
+		dataKey, err = e.objectDataKey(object)
+	} else if _, err = rand.Read(dataKey); err != nil {
+		err = fmt.Errorf("generating a data key: %w", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	stanzas, err := e.wrapDataKey(dataKey)
 	if err != nil {
 		return nil, err
 	}
@@ -137,13 +152,23 @@ func (e *Encryptor) encryptNew(plaintext []byte) ([]byte, error) {
 // reencrypt encrypts plaintext with existing's data key and the cipher that
 // decrypted it, which remembers the IV of every value: unchanged values
 // keep their ciphertext. An unchanged plaintext returns existing itself.
-func (e *Encryptor) reencrypt(plaintext, existing []byte) ([]byte, error) {
+func (e *Encryptor) reencrypt(object string, plaintext, existing []byte) ([]byte, error) {
+	if e.root == nil {
+		return nil, errors.New("no derived data key to recognise the file by")
+	}
 	o, err := e.open(existing)
 	if err != nil {
 		return nil, err
 	}
 	if !e.ownsStanzas(o.meta.Age) {
 		return nil, errors.New("the file is encrypted to other recipients")
+	}
+	want, err := e.objectDataKey(object)
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare(o.dataKey, want) != 1 {
+		return nil, errors.New("the file's data key is not the one derived for this object")
 	}
 	b, err := loadPlain(plaintext)
 	if err != nil {
@@ -178,9 +203,10 @@ func (e *Encryptor) seal(b branch, stanzas []ageStanza, c *valueCipher) ([]byte,
 // opened is a SOPS document read back: its decrypted tree, metadata, and
 // the cipher with its data key, which holds the IV of every value.
 type opened struct {
-	branch branch
-	meta   metadata
-	cipher *valueCipher
+	branch  branch
+	meta    metadata
+	dataKey []byte
+	cipher  *valueCipher
 }
 
 // open decrypts a SOPS document the operator wrote and checks its MAC.
@@ -211,7 +237,7 @@ func (e *Encryptor) open(ciphertext []byte) (opened, error) {
 	if err := checkMAC(c, m.MAC, m.LastModified, mac); err != nil {
 		return opened{}, err
 	}
-	return opened{branch: b, meta: m, cipher: c}, nil
+	return opened{branch: b, meta: m, dataKey: dataKey, cipher: c}, nil
 }
 
 // dataKey recovers the data key through the first stanza the identities
@@ -238,24 +264,20 @@ func (e *Encryptor) ownsStanzas(stanzas []ageStanza) bool {
 	return len(recipients) == len(e.keys.recipients) && slices.Equal(sortedUnique(recipients), e.keys.recipients)
 }
 
-// newDataKey makes a random data key and encrypts it to every recipient.
-func (e *Encryptor) newDataKey() ([]byte, []ageStanza, error) {
-	dataKey := make([]byte, 32)
-	if _, err := rand.Read(dataKey); err != nil {
-		return nil, nil, fmt.Errorf("generating a data key: %w", err)
-	}
+// wrapDataKey encrypts the data key to every recipient.
+func (e *Encryptor) wrapDataKey(dataKey []byte) ([]ageStanza, error) {
 	stanzas := make([]ageStanza, 0, len(e.keys.recipients))
 	for _, r := range e.keys.recipients {
 		key, err := sopsage.MasterKeyFromRecipient(r)
 		if err != nil {
-			return nil, nil, fmt.Errorf("age recipient %s: %w", r, err)
+			return nil, fmt.Errorf("age recipient %s: %w", r, err)
 		}
 		if err := key.Encrypt(dataKey); err != nil {
-			return nil, nil, fmt.Errorf("encrypting the data key to %s: %w", r, err)
+			return nil, fmt.Errorf("encrypting the data key to %s: %w", r, err)
 		}
 		stanzas = append(stanzas, ageStanza{Enc: key.EncryptedKey, Recipient: r})
 	}
-	return dataKey, stanzas, nil
+	return stanzas, nil
 }
 
 // loadPlain parses the object's YAML for encryption.
@@ -265,8 +287,15 @@ func loadPlain(plaintext []byte) (branch, error) {
 		return nil, fmt.Errorf("reading the object's YAML: %w", err)
 	}
 	for _, it := range b {
-		if it.key == metadataKey {
+		switch it.key {
+		case metadataKey:
 			return nil, errors.New("the object has a top-level sops field, which SOPS reserves for its metadata")
+		case "name", "namespace":
+			// SOPS matches encrypted_regex against keys at every depth, so
+			// encrypting this field would encrypt metadata.name or
+			// metadata.namespace too, and the file would no longer say
+			// which object it holds.
+			return nil, fmt.Errorf("the object has a top-level field %q; encrypting it would encrypt metadata.%s too", it.key, it.key)
 		}
 	}
 	return b, nil

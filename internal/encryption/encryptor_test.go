@@ -296,3 +296,12 @@ func TestTheSopsConfigNamesTheRecipients(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{a, b}, got)
 }
+
+func TestASensitiveObjectWithATopLevelNameFieldIsRefusedClearly(t *testing.T) {
+	_, recipient := identity(t)
+	e := newEncryptor(t, encryption.Keys{Recipients: []string{recipient}})
+	doc := "apiVersion: example.com/v1\nkind: Credential\nmetadata:\n  name: db\n  namespace: team-a\nname: admin\n"
+	_, err := e.Encrypt("team-a/db", []byte(doc), nil)
+	require.ErrorContains(t, err, `top-level field "name"`)
+	require.NotContains(t, err.Error(), "admin", "the value is not echoed")
+}

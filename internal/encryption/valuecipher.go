@@ -1,6 +1,7 @@
 package encryption
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -104,9 +105,12 @@ func (c *valueCipher) decrypt(text, additionalData string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Only an IV encrypt can use again is remembered. The key is the value
-	// encoded again, which is how encrypt will look it up.
-	if kind, plain, err := encodeValue(value); err == nil && len(iv) == ivSize {
+	// Only an IV encrypt can use again is remembered, under the value
+	// encoded again, which is how encrypt will look it up, and only when
+	// that encoding gives back exactly the bytes this IV encrypted: another
+	// tool's "007" or "true" decodes to a value encrypt writes as "7" or
+	// "True", and reusing a GCM IV on other bytes would leak both.
+	if again, reencoded, err := encodeValue(value); err == nil && again == kind && bytes.Equal(reencoded, plain) && len(iv) == ivSize {
 		c.ivs[ivKey{additionalData, kind, string(plain)}] = iv
 	}
 	return value, nil

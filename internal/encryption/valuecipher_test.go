@@ -1,6 +1,7 @@
 package encryption
 
 import (
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
 	"strings"
@@ -154,4 +155,28 @@ func TestAValueThatDoesNotDecodeAsItsTypeIsRefusedWithoutEchoingIt(t *testing.T)
 	_, err = ours.decrypt(strings.Replace(text, "type:str", "type:int", 1), "spec:ttl:")
 	require.Error(t, err, "the type is not authenticated, but a wrong one does not decode")
 	require.NotContains(t, err.Error(), "s3cr3t")
+}
+
+func TestAnIVIsNotReusedForBytesOtherThanTheOnesItEncrypted(t *testing.T) {
+	// Another tool wrote the int 7 as the bytes "007". The operator writes
+	// 7 as "7", so reusing that IV would put two plaintexts under one GCM
+	// nonce.
+	key := dataKey(t)
+	ours, err := newValueCipher(key)
+	require.NoError(t, err)
+	iv := make([]byte, ivSize)
+	_, err = rand.Read(iv)
+	require.NoError(t, err)
+	gcm, err := cipher.NewGCMWithNonceSize(ours.block, ivSize)
+	require.NoError(t, err)
+	sealed := gcm.Seal(nil, iv, []byte("007"), []byte("data:count:"))
+	enc := base64.StdEncoding.EncodeToString
+	theirs := encPrefix + enc(sealed[:len(sealed)-16]) + ",iv:" + enc(iv) + ",tag:" + enc(sealed[len(sealed)-16:]) + ",type:int]"
+
+	value, err := ours.decrypt(theirs, "data:count:")
+	require.NoError(t, err)
+	require.Equal(t, 7, value)
+	again, err := ours.encrypt(value, "data:count:")
+	require.NoError(t, err)
+	require.NotContains(t, again, ",iv:"+enc(iv)+",", "the IV of 007 is not reused for 7")
 }
