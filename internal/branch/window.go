@@ -87,7 +87,26 @@ func (w *window) add(wr Write, now time.Time) {
 	w.lastEvent = now
 }
 
+// addSweep adds a replay's sweep. A write already in the window for an
+// object the sweep covers but the replay did not find is older than the
+// replay (the object was deleted while the stream was down): it is dropped,
+// since the window plans sweeps before writes and the stale write would
+// otherwise keep the deleted object in Git.
 func (w *window) addSweep(s Sweep, now time.Time) {
+	present := make(map[manifest.ObjectID]bool, len(s.Present))
+	for _, id := range s.Present {
+		present[identity(id)] = true
+	}
+	kept := w.order[:0]
+	for _, id := range w.order {
+		if s.Scope.Covers(id) && !present[id] {
+			w.bytes -= len(w.writes[id].YAML)
+			delete(w.writes, id)
+			continue
+		}
+		kept = append(kept, id)
+	}
+	w.order = kept
 	w.sweeps = append(w.sweeps, s)
 	w.reconcile = true
 	w.lastEvent = now

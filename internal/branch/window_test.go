@@ -70,3 +70,20 @@ func testWrite(name string) Write {
 	return Write{ID: manifest.ObjectID{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: name},
 		YAML: []byte("kind: ConfigMap\nmetadata:\n  name: " + name + "\n")}
 }
+
+func TestASweepDropsAStaleWriteOfAnObjectTheReplayDidNotFind(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	win := newWindow(TargetKey{Name: "t"}, Author{}, now)
+	gone, stays, other := testWrite("gone"), testWrite("stays"), testWrite("other")
+	other.ID.Namespace = "elsewhere"
+	for _, wr := range []Write{gone, stays, other} {
+		win.add(wr, now)
+	}
+	win.addSweep(Sweep{Scope: manifest.SweepScope{Kind: "ConfigMap", Namespace: "ns"}, Present: []manifest.ObjectID{stays.ID}}, now)
+	var names []string
+	for _, wr := range win.orderedWrites() {
+		names = append(names, wr.ID.Name)
+	}
+	require.Equal(t, []string{"stays", "other"}, names, "the write of gone is older than the replay that did not find it")
+	require.Equal(t, len(stays.YAML)+len(other.YAML), win.bytes)
+}

@@ -322,3 +322,16 @@ func TestADiscardedWorkerCommitsNothingOnItsWayOut(t *testing.T) {
 		}
 	}
 }
+
+func TestAReplayThatNoLongerFindsAnObjectDeletesItDespiteAnOlderWriteInTheWindow(t *testing.T) {
+	w := newWorker(t, "stale-write", nil, nil)
+	write(t, w, branch.Author{}, cm("gone", "1"))
+	write(t, w, branch.Author{}, cm("stays", "1"))
+	flush(t, w)
+	write(t, w, branch.Author{}, cm("gone", "2")) // a live update, then the stream restarts and gone is deleted
+	require.NoError(t, w.Sync(context.Background(), target,
+		&branch.Sweep{Scope: manifest.SweepScope{Kind: "ConfigMap", Namespace: "team"}, Present: []manifest.ObjectID{cm("stays", "").ID}}, true))
+	require.Eventually(t, func() bool { return len(commits(t, "stale-write")) == 2 }, 10*time.Second, 20*time.Millisecond)
+	_, err := git.Git("stale-write", "show", "main:mirror/team/configmaps/gone.yaml")
+	require.Error(t, err, "the replay did not find gone: it is deleted, whatever the window held")
+}

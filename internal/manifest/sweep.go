@@ -12,6 +12,11 @@ type SweepScope struct {
 	Group, Kind, Namespace string
 }
 
+// Covers reports whether the object is of the scope's type and namespace.
+func (s SweepScope) Covers(id ObjectID) bool {
+	return id.Group == s.Group && id.Kind == s.Kind && id.Namespace == s.Namespace
+}
+
 // Sweep returns a Delete for every document of scope's type and namespace
 // whose object is not in desired: the deletes that happened while no watch
 // was running. Other types and other namespaces are never touched. The
@@ -23,7 +28,7 @@ func Sweep(ix *Index, scope SweepScope, desired []ObjectID) []Delete {
 	}
 	var deletes []Delete
 	for key, locations := range ix.byID {
-		if key.group != scope.Group || key.kind != scope.Kind || key.namespace != scope.Namespace || present[key] {
+		if !scope.Covers(ObjectID{Group: key.group, Kind: key.kind, Namespace: key.namespace}) || present[key] {
 			continue
 		}
 		loc := locations[0]
