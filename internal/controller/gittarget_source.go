@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"k8s.io/apimachinery/pkg/types"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,30 +63,56 @@ func (r *GitTargetReconciler) connectSource(ctx context.Context, run *targetRun)
 	run.spec.Source = cp.Name
 	run.spec.OperatorSecrets = nil
 	if cp.Spec.KubeConfig == nil {
-		run.spec.OperatorSecrets = operatorSecrets(run.provider, t)
+		if run.spec.OperatorSecrets, err = r.operatorSecrets(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// operatorSecrets names the control cluster's Secrets that hold this
-// target's credentials and keys: the GitProvider's credentials and signing
-// key and the target's age key. A target that mirrors Secrets of its own
-// namespace from the control cluster would otherwise commit them.
-func operatorSecrets(gp *v1alpha3.GitProvider, t *v1alpha3.GitTarget) []types.NamespacedName {
+// operatorSecrets names every control-cluster Secret that holds the
+// operator's credentials or keys: each GitProvider's credentials and
+// signing key, each GitTarget's age key, and each ClusterProvider's
+// kubeconfig. A target that mirrors Secrets of the control cluster would
+// otherwise commit them (encrypted, but readable by every recipient of that
+// target, who need not be trusted with another tenant's keys).
+func (r *GitTargetReconciler) operatorSecrets(ctx context.Context) ([]types.NamespacedName, error) {
 	var names []types.NamespacedName
 	add := func(namespace, name string) {
 		names = append(names, types.NamespacedName{Namespace: namespace, Name: name})
 	}
-	if gp.Spec.SecretRef != nil {
-		add(gp.Namespace, gp.Spec.SecretRef.Name)
+	var providers v1alpha3.GitProviderList
+	if err := r.Client.List(ctx, &providers); err != nil {
+		return nil, fmt.Errorf("listing GitProviders: %w", err)
 	}
-	if gp.Spec.Commit.Signing != nil {
-		add(gp.Namespace, gp.Spec.Commit.Signing.SecretRef.Name)
+	for _, gp := range providers.Items {
+		if gp.Spec.SecretRef != nil {
+			add(gp.Namespace, gp.Spec.SecretRef.Name)
+		}
+		if gp.Spec.Commit.Signing != nil {
+			add(gp.Namespace, gp.Spec.Commit.Signing.SecretRef.Name)
+		}
 	}
-	if e := t.Spec.Encryption; e != nil && e.Age.SecretRef != nil {
-		add(t.Namespace, e.Age.SecretRef.Name)
+	var targets v1alpha3.GitTargetList
+	if err := r.Client.List(ctx, &targets); err != nil {
+		return nil, fmt.Errorf("listing GitTargets: %w", err)
 	}
-	return names
+	for _, t := range targets.Items {
+		if e := t.Spec.Encryption; e != nil && e.Age.SecretRef != nil {
+			add(t.Namespace, e.Age.SecretRef.Name)
+		}
+	}
+	var clusters v1alpha3.ClusterProviderList
+	if err := r.Client.List(ctx, &clusters); err != nil {
+		return nil, fmt.Errorf("listing ClusterProviders: %w", err)
+	}
+	for _, cp := range clusters.Items {
+		if cp.Spec.KubeConfig != nil {
+			add(r.OperatorNamespace, cp.Spec.KubeConfig.SecretRef.Name)
+		}
+	}
+	slices.SortFunc(names, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return slices.Compact(names), nil
 }
 
 // namespaceAdmitted applies ClusterProvider.spec.allowedNamespaces (deny by

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,8 +85,9 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	}
 	e.mu.Lock()
 	entry := e.targets[spec.Key]
+	// A newly excluded Secret must leave Git: the replay's sweep removes it.
 	restart := entry == nil || replaced || entry.worker != worker || entry.source != src || entry.spec.Path != spec.Path ||
-		entry.spec.Encryption != spec.Encryption
+		entry.spec.Encryption != spec.Encryption || !slices.Equal(entry.spec.OperatorSecrets, spec.OperatorSecrets)
 	var old *mirror.Target
 	if restart {
 		if entry != nil {

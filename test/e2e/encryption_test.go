@@ -111,6 +111,12 @@ func TestASecretIsEncryptedAndTheSopsCLIDecryptsIt(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "db"},
 			StringData: map[string]string{"password": "correct-horse-battery-staple", "username": "admin-of-db"}})
 	encrypt(t, m, v1alpha3.AgeEncryption{SecretRef: &v1alpha3.LocalObjectReference{Name: "sops-age"}})
+	// Another tenant's provider in the same namespace: its token is not this
+	// target's to publish either.
+	other := gitProvider(m.ns, "other-repo", env.git.HTTPURL(m.repo))
+	other.Spec.SecretRef.Name = "other-credentials"
+	apply(t, other, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "other-credentials"},
+		StringData: map[string]string{"token": "another-tenants-token"}})
 	startOperator(t)
 
 	file := m.path + "/encrypted/secrets/db.sops.yaml"
@@ -119,7 +125,7 @@ func TestASecretIsEncryptedAndTheSopsCLIDecryptsIt(t *testing.T) {
 		c := targetCondition(t, m.ns, m.target, v1alpha3.ConditionEncryptionConfigured)
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, key.recipient)
 	})
-	for _, own := range []string{"sops-age", "git-credentials"} {
+	for _, own := range []string{"sops-age", "git-credentials", "other-credentials"} {
 		require.Empty(t, gitFile(t, m.repo, m.path+"/encrypted/secrets/"+own+".sops.yaml"),
 			"the operator's own keys and credentials (%s) are never mirrored, not even encrypted", own)
 	}
