@@ -106,3 +106,8 @@ func classify(relPath string) fileClass {
 	}
 	return classOther
 }
+
+// isSopsPath reports whether the file's name says it holds SOPS ciphertext.
+func isSopsPath(p string) bool {
+	return strings.HasSuffix(p, ".sops.yaml") || strings.HasSuffix(p, ".sops.yml")
+}

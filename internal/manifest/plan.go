@@ -208,6 +208,12 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 	if refusal := file.mixingRefusal(w, loc.section); refusal != nil {
 		return refusal
 	}
+	if !w.sensitive && isSopsPath(loc.path) {
+		// The type is no longer sensitive: its file still says SOPS, and
+		// tools (and people) would take the plaintext in it for ciphertext.
+		return &Refusal{ID: w.id, Path: loc.path, Reason: RefusalInvalidPlacement,
+			Detail: "a plaintext object is not written into a .sops file; move or delete the file"}
+	}
 	file.bodies[loc.section] = body
 	file.docs[loc.section] = doc
 	ws.record(w, loc.path, ActionUpdate)

@@ -391,3 +391,16 @@ func TestResultListsTheObjectsItWrites(t *testing.T) {
 		{ID: configMapID("team-a", "second"), Path: bundlePath, Action: manifest.ActionUpdate},
 	}, result.Objects, "the unchanged first document and the refused object are not listed")
 }
+
+func TestAPlaintextObjectIsNeverWrittenIntoItsOldSopsFile(t *testing.T) {
+	// The type was sensitive when its file was written, and no longer is.
+	path := "mirror/team-a/secrets/db.sops.yaml"
+	ix := newIndex(t, "mirror", withReadme("mirror", map[string]string{path: encryptedSecretYAML("team-a", "db", "c2VjcmV0")}))
+	plain := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: team-a\ndata:\n  password: cGxhaW4=\n"
+	res, err := manifest.Plan(ix, []manifest.Op{upsert(secretID("team-a", "db"), plain)})
+	require.NoError(t, err)
+	require.Empty(t, res.Changes, "nothing is written")
+	require.Len(t, res.Refusals, 1)
+	require.Equal(t, manifest.RefusalInvalidPlacement, res.Refusals[0].Reason)
+	require.Equal(t, path, res.Refusals[0].Path)
+}
