@@ -43,6 +43,9 @@ type Options struct {
 	TargetResync time.Duration
 	// Registry receives the metrics; nil is controller-runtime's registry.
 	Registry prometheus.Registerer
+	// PermissionWait is how long a missing permission is asked again at
+	// start before the operator gives up; 30s when zero.
+	PermissionWait time.Duration
 	// SkipNameValidation lets one process start the operator more than once
 	// (tests that restart it).
 	SkipNameValidation bool
@@ -52,7 +55,11 @@ type Options struct {
 // its identity has the permissions it cannot work without, and fails
 // naming each missing one.
 func Run(ctx context.Context, o Options) error {
-	if err := checkAccess(ctx, o.Config, requiredAccess(o)); err != nil {
+	permissionWait := o.PermissionWait
+	if permissionWait <= 0 {
+		permissionWait = 30 * time.Second
+	}
+	if err := checkAccess(ctx, o.Config, requiredAccess(o), permissionWait); err != nil {
 		return err
 	}
 	scheme, err := kubescheme.New()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,9 +50,11 @@ func requiredAccess(o Options) []access {
 		out = append(out, access{verb: "patch", group: v1alpha3.GroupVersion.Group, resource: kind + "/status"})
 	}
 	for _, resource := range []string{"secrets", "configmaps", "namespaces"} {
-		out = append(out, access{verb: "watch", resource: resource})
+		out = append(out, access{verb: "list", resource: resource}, access{verb: "watch", resource: resource})
 	}
-	out = append(out, access{verb: "watch", group: "apiextensions.k8s.io", resource: "customresourcedefinitions"})
+	for _, verb := range []string{"list", "watch"} {
+		out = append(out, access{verb: verb, group: "apiextensions.k8s.io", resource: "customresourcedefinitions"})
+	}
 	if o.LeaderElect {
 		ns := orDefault(o.LeaderElectionNamespace, o.OperatorNamespace)
 		for _, verb := range []string{"get", "create", "update"} {
@@ -63,13 +66,36 @@ func requiredAccess(o Options) []access {
 
 // checkAccess asks the API server, with SelfSubjectAccessReviews, whether
 // the operator's identity has every required permission, and names what is
-// missing. A review that cannot be made is not a verdict: the caches then
-// report for themselves.
-func checkAccess(ctx context.Context, cfg *rest.Config, required []access) error {
+// missing. Bindings created with the operator (a fresh install) can take a
+// moment to apply, so a denial is asked again every two seconds for up to
+// wait before it is final. A review that cannot be made is not a verdict:
+// the caches then report for themselves.
+func checkAccess(ctx context.Context, cfg *rest.Config, required []access, wait time.Duration) error {
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building a client for the permission check: %w", err)
 	}
+	deadline := time.Now().Add(wait)
+	for {
+		denied, ok := deniedAccess(ctx, clientset, required)
+		if !ok || len(denied) == 0 {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("the operator's identity may not %s; bind it to the chart's ClusterRole and Role "+
+				"(rbac.create=true) or grant these", describeDenied(denied))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(2*time.Second, time.Until(deadline))):
+		}
+	}
+}
+
+// deniedAccess returns the required access the API server denies; ok is
+// false when a review could not be made.
+func deniedAccess(ctx context.Context, clientset kubernetes.Interface, required []access) ([]access, bool) {
 	var denied []access
 	for _, a := range required {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
@@ -77,17 +103,13 @@ func checkAccess(ctx context.Context, cfg *rest.Config, required []access) error
 		}}
 		answer, err := clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 		if err != nil {
-			return nil
+			return nil, false
 		}
 		if !answer.Status.Allowed {
 			denied = append(denied, a)
 		}
 	}
-	if len(denied) == 0 {
-		return nil
-	}
-	return fmt.Errorf("the operator's identity may not %s; bind it to the chart's ClusterRole and Role "+
-		"(rbac.create=true) or grant these", describeDenied(denied))
+	return denied, true
 }
 
 // describeDenied lists denied access with the verbs of one object

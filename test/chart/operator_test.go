@@ -39,6 +39,7 @@ func operatorOptions(namespace, serviceAccount string) operator.Options {
 		TargetResync:       2 * time.Second,
 		Registry:           prometheus.NewRegistry(),
 		SkipNameValidation: true,
+		PermissionWait:     time.Second,
 	}
 }
 
