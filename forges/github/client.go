@@ -74,8 +74,11 @@ type Options struct {
 	Verified bool
 	// ContentPerMinute and ContentPerHour are the secondary limits on
 	// content-creating requests the client paces itself to; GitHub's
-	// documented 80 and 500 when zero.
+	// documented 80 and 500 when zero. Ignored when Pacer is set.
 	ContentPerMinute, ContentPerHour int
+	// Pacer, when set, is shared with the other clients of the same
+	// installation or token, so their requests count against one limit.
+	Pacer *ContentPacer
 }
 
 // AppCredentials identify a GitHub App installation.
@@ -126,7 +129,11 @@ func New(opts Options) (*Client, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	limits := &rateLimits{now: now, content: newContentPacer(now, opts.ContentPerMinute, opts.ContentPerHour)}
+	pacer := opts.Pacer
+	if pacer == nil {
+		pacer = NewContentPacer(now, opts.ContentPerMinute, opts.ContentPerHour)
+	}
+	limits := &rateLimits{now: now, content: pacer}
 	var authenticated http.RoundTripper = base
 	clientOpts := []github.ClientOptionsFunc{
 		github.WithURLs(new(apiURL+"/"), nil),

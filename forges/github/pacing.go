@@ -20,9 +20,11 @@ const (
 	DefaultContentPerHour   = 500
 )
 
-// contentPacer remembers when this client sent content-creating requests
-// during the last hour.
-type contentPacer struct {
+// ContentPacer remembers when content-creating requests were sent during
+// the last hour. GitHub counts its secondary limits per user or App
+// installation, so clients that commit for the same installation or token
+// (a worker per branch) share one through Options.Pacer.
+type ContentPacer struct {
 	now                func() time.Time
 	perMinute, perHour int
 
@@ -30,8 +32,13 @@ type contentPacer struct {
 	sent []time.Time // oldest first, none older than an hour
 }
 
-func newContentPacer(now func() time.Time, perMinute, perHour int) *contentPacer {
-	return &contentPacer{now: now, perMinute: withDefaultLimit(perMinute, DefaultContentPerMinute),
+// NewContentPacer paces to perMinute and perHour content-creating requests
+// (GitHub's documented 80 and 500 when zero), on the clock now.
+func NewContentPacer(now func() time.Time, perMinute, perHour int) *ContentPacer {
+	if now == nil {
+		now = time.Now
+	}
+	return &ContentPacer{now: now, perMinute: withDefaultLimit(perMinute, DefaultContentPerMinute),
 		perHour: withDefaultLimit(perHour, DefaultContentPerHour)}
 }
 
@@ -43,7 +50,7 @@ func withDefaultLimit(limit, fallback int) int {
 }
 
 // record notes a content-creating request sent now.
-func (p *contentPacer) record() {
+func (p *ContentPacer) record() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -52,7 +59,7 @@ func (p *contentPacer) record() {
 }
 
 // trim forgets requests older than an hour.
-func (p *contentPacer) trim(now time.Time) {
+func (p *ContentPacer) trim(now time.Time) {
 	drop := 0
 	for drop < len(p.sent) && !p.sent[drop].After(now.Add(-time.Hour)) {
 		drop++
@@ -63,7 +70,7 @@ func (p *contentPacer) trim(now time.Time) {
 // roomFor is how long to wait until n more content-creating requests fit in
 // both limits; zero when they fit now. n beyond a limit waits for an empty
 // window, the most that can ever be had.
-func (p *contentPacer) roomFor(n int) time.Duration {
+func (p *ContentPacer) roomFor(n int) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -73,7 +80,7 @@ func (p *contentPacer) roomFor(n int) time.Duration {
 
 // waitIn is the wait until n more requests fit limit within span: until
 // enough of the requests sent within span have aged out of it.
-func (p *contentPacer) waitIn(now time.Time, span time.Duration, limit, n int) time.Duration {
+func (p *ContentPacer) waitIn(now time.Time, span time.Duration, limit, n int) time.Duration {
 	recent := p.within(now, span)
 	excess := len(recent) + min(n, limit) - limit
 	if excess <= 0 {
@@ -82,7 +89,7 @@ func (p *contentPacer) waitIn(now time.Time, span time.Duration, limit, n int) t
 	return recent[excess-1].Add(span).Sub(now)
 }
 
-func (p *contentPacer) within(now time.Time, span time.Duration) []time.Time {
+func (p *ContentPacer) within(now time.Time, span time.Duration) []time.Time {
 	for i, t := range p.sent {
 		if t.After(now.Add(-span)) {
 			return p.sent[i:]
@@ -93,7 +100,7 @@ func (p *contentPacer) within(now time.Time, span time.Duration) []time.Time {
 
 // budget is the tighter of the two limits as a Budget; ok is false while
 // nothing was sent in the last hour.
-func (p *contentPacer) budget() (forges.Budget, bool) {
+func (p *ContentPacer) budget() (forges.Budget, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()

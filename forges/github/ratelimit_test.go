@@ -150,3 +150,18 @@ func TestARefUpdateHeldBackIsSentAloneOnRetry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, result.Commit, landed.SHA)
 }
+
+func TestClientsSharingAPacerCountTogether(t *testing.T) {
+	// Two workers (two branches) committing for one token: GitHub counts
+	// their content-creating requests together, and so does the pacer.
+	pacer := forgegithub.NewContentPacer(nil, 3, 500)
+	shared := func(o *forgegithub.Options) { o.Pacer = pacer }
+	clock, sim, _, repo, _ := limitedRepo(t, 80, shared) // its first commit spends 3
+	second := newTokenClient(t, sim, repo, goodToken, withClock(clock), shared)
+	var err error
+	made := record(t, sim, func() {
+		_, err = second.Commit(context.Background(), commitRequest("other", "", forges.FileChange{Path: "x.yaml", Content: []byte("x\n")}))
+	})
+	require.ErrorIs(t, err, forges.ErrRateLimited, "the first client's commit spent the shared minute")
+	require.Empty(t, made, "nothing is sent")
+}

@@ -30,7 +30,7 @@ import (
 // must hold back requests.
 type rateLimits struct {
 	now     func() time.Time
-	content *contentPacer
+	content *ContentPacer
 
 	mu     sync.Mutex
 	budget forges.Budget

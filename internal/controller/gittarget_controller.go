@@ -16,6 +16,7 @@ import (
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/engine"
+	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 )
 
 // GitTargetReconciler validates a GitTarget, resolves its rules to claims
@@ -35,6 +36,9 @@ type GitTargetReconciler struct {
 	// ForgeTransport, when set, wraps the API forges' HTTP transport (request
 	// metrics); it also counts the requests into count.
 	ForgeTransport func(forge string, count *atomic.Int64) http.RoundTripper
+	// Pacers, when set, share GitHub's secondary-limit pacing between the
+	// workers (one per branch) of one App installation or token.
+	Pacers *forgeconn.Pacers
 	// ResyncInterval re-checks a healthy target (rules resolved against a
 	// changed API surface, provider readiness).
 	ResyncInterval time.Duration

@@ -45,7 +45,7 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 	if r.ForgeTransport != nil {
 		rt = r.ForgeTransport(string(forgeconn.ForgeType(gp.Spec)), &requests)
 	}
-	forge, err := forgeconn.Open(gp.Spec, creds, rt)
+	forge, err := r.Pacers.Open(gp.Spec, creds, rt)
 	if err != nil {
 		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
 		run.requeue = retryShort

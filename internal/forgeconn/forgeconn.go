@@ -74,6 +74,10 @@ func ForgeType(spec v1alpha3.GitProviderSpec) v1alpha3.ForgeType {
 // it); nil is the default. The git forge speaks the Git protocol through
 // go-git and does not use it.
 func Open(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt http.RoundTripper) (forges.Forge, error) {
+	return open(spec, creds, rt, nil)
+}
+
+func open(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt http.RoundTripper, pacers *Pacers) (forges.Forge, error) {
 	forgeType := ForgeType(spec)
 	switch forgeType {
 	case v1alpha3.ForgeGit:
@@ -81,7 +85,7 @@ func Open(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt http.
 	case v1alpha3.ForgeGitLab:
 		return openGitLab(spec, creds, rt)
 	case v1alpha3.ForgeGitHub:
-		return openGitHub(spec, creds, rt)
+		return openGitHub(spec, creds, rt, pacers)
 	case v1alpha3.ForgeGitea:
 		return openGitea(spec, creds, rt)
 	}

@@ -25,7 +25,7 @@ import (
 // spec.commit.mode chooses author mode (the actor as author, the operator
 // as committer) or verified mode (GitHub signs as the App; the actor goes
 // into a Co-authored-by trailer).
-func openGitHub(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt http.RoundTripper) (forges.Forge, error) {
+func openGitHub(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt http.RoundTripper, pacers *Pacers) (forges.Forge, error) {
 	location, err := gitHubLocation(spec)
 	if err != nil {
 		return nil, err
@@ -47,6 +47,7 @@ func openGitHub(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt
 		return nil, fmt.Errorf("%w: the GitHub API needs a GitHub App (keys appID, installationID, privateKey) "+
 			"or a token with contents write permission (key token) in the Secret", ErrUnusableCredentials)
 	}
+	opts.Pacer = pacers.forGitHub(opts)
 	client, err := github.New(opts)
 	if err != nil {
 		if opts.App != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/controller"
 	"github.com/configbutler/gitops-reverser/internal/discovery"
 	"github.com/configbutler/gitops-reverser/internal/engine"
+	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 	"github.com/configbutler/gitops-reverser/internal/kubescheme"
 	"github.com/configbutler/gitops-reverser/internal/metrics"
 )
@@ -125,7 +126,7 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport}},
 		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Engine: eng, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
-			ForgeTransport: forgeTransport}},
+			ForgeTransport: forgeTransport, Pacers: &forgeconn.Pacers{}}},
 		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
