@@ -13,10 +13,16 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// block is one fenced code block of a page.
+// block is one fenced code block of a page. A block right after the line
+// "<!-- refused -->" shows what the API server refuses.
 type block struct {
 	lang, text string
+	refused    bool
 }
+
+// refusedMarker, on the line before a yaml block, marks its manifests as
+// deliberately invalid: the test checks that the API server refuses them.
+const refusedMarker = "<!-- refused -->"
 
 // page is a documentation page's code blocks, in order.
 type page struct {
@@ -30,7 +36,7 @@ func readPage(t *testing.T, path string) page {
 	require.NoError(t, err)
 	p := page{path: path}
 	var current *block
-	var indent string
+	var indent, previous string
 	for _, line := range strings.Split(string(raw), "\n") {
 		trimmed := strings.TrimLeft(line, " ")
 		switch {
@@ -38,12 +44,14 @@ func readPage(t *testing.T, path string) page {
 			// Blocks inside list items are indented; the indent is not
 			// part of their text.
 			indent = line[:len(line)-len(trimmed)]
-			current = &block{lang: strings.TrimPrefix(trimmed, "```")}
+			current = &block{lang: strings.TrimPrefix(trimmed, "```"), refused: previous == refusedMarker}
 		case current != nil && trimmed == "```":
 			p.blocks = append(p.blocks, *current)
 			current = nil
 		case current != nil:
 			current.text += strings.TrimPrefix(line, indent) + "\n"
+		case strings.TrimSpace(line) != "":
+			previous = strings.TrimSpace(line)
 		}
 	}
 	require.Nil(t, current, "%s: a code block is not closed", path)
@@ -72,12 +80,24 @@ func (p page) commands(t *testing.T) [][]string {
 }
 
 // objects returns the Kubernetes objects of the page's yaml blocks:
-// documents with an apiVersion and a kind. Fragments are skipped.
+// documents with an apiVersion and a kind. Fragments and blocks marked
+// refused are skipped.
 func (p page) objects(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	return p.manifests(t, false)
+}
+
+// refusedObjects returns the objects of the yaml blocks marked refused.
+func (p page) refusedObjects(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	return p.manifests(t, true)
+}
+
+func (p page) manifests(t *testing.T, refused bool) []*unstructured.Unstructured {
 	t.Helper()
 	var out []*unstructured.Unstructured
 	for _, b := range p.blocks {
-		if b.lang != "yaml" {
+		if b.lang != "yaml" || b.refused != refused {
 			continue
 		}
 		for _, obj := range decodeObjects(t, b.text) {
