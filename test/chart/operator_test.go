@@ -116,8 +116,7 @@ func TestOperatorRunsWithExactlyTheChartsRBAC(t *testing.T) {
 	ensureNamespace(t, team)
 	install(t, objs, "ClusterRoleBinding")
 	create(t,
-		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
+		localClusterProvider(),
 		&v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "repo"},
 			Spec: v1alpha3.GitProviderSpec{
 				URL:             env.git.HTTPURL(repo),

@@ -1,5 +1,8 @@
 package chart
 
+// The operator generates signing and age keys into Secrets only when the
+// chart's values grant it create/update on Secrets.
+
 import (
 	"testing"
 	"time"
@@ -22,24 +25,14 @@ import (
 // set); with rbac.generateSigningKeys=true both keys are generated.
 func TestSigningKeyGenerationNeedsTheChartsOptIn(t *testing.T) {
 	const release, opNS, team, sa = "sig", "signing-operator", "team-signing", "sig-gitops-reverser"
-	_, err := env.git.CreateBareRepo(team)
-	require.NoError(t, err)
-	install(t, render(t, release, opNS, ""))
-	ensureNamespace(t, team)
+	installForTeam(t, release, opNS, team)
 	provider := func(name, secret string) *v1alpha3.GitProvider {
-		return &v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name},
-			Spec: v1alpha3.GitProviderSpec{
-				URL:             env.git.HTTPURL(team),
-				Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGit},
-				SecretRef:       &v1alpha3.LocalObjectReference{Name: "git-credentials"},
-				AllowedBranches: []string{"main"},
-				Commit: v1alpha3.CommitSpec{Signing: &v1alpha3.CommitSigning{
-					SecretRef: v1alpha3.SecretKeyReference{Name: secret}, GenerateWhenMissing: true}},
-			}}
+		p := gitProvider(team, name, team)
+		p.Spec.Commit.Signing = &v1alpha3.CommitSigning{SecretRef: v1alpha3.SecretKeyReference{Name: secret}, GenerateWhenMissing: true}
+		return p
 	}
 	create(t,
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "git-credentials"},
-			StringData: map[string]string{"username": gitUser, "password": gitPassword}},
+		gitCredentials(team),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "existing"},
 			StringData: map[string]string{"note": "the key is added beside this"}},
 		provider("creates", "generated"),
@@ -79,4 +72,102 @@ func providerReady(t *testing.T, ns, name string) *metav1.Condition {
 		return nil
 	}
 	return meta.FindStatusCondition(gp.Status.Conditions, v1alpha3.ConditionReady)
+}
+
+// gitCredentials is the Secret "git-credentials" in ns that gitProvider's
+// providers log in to the Git server with.
+func gitCredentials(ns string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-credentials"},
+		StringData: map[string]string{"username": gitUser, "password": gitPassword}}
+}
+
+// gitProvider is a GitProvider ns/name for the Git server's repository repo
+// (branch main), logging in with gitCredentials(ns).
+func gitProvider(ns, name, repo string) *v1alpha3.GitProvider {
+	return &v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha3.GitProviderSpec{
+			URL:             env.git.HTTPURL(repo),
+			Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGit},
+			SecretRef:       &v1alpha3.LocalObjectReference{Name: "git-credentials"},
+			AllowedBranches: []string{"main"},
+		}}
+}
+
+// TestEncryptionKeyGenerationNeedsTheChartsOptIn runs the operator as the
+// chart's ServiceAccount with two GitTargets that generate their age key
+// (spec.encryption.age.generateWhenMissing): one into a Secret that does not
+// exist (create), one into an existing Secret without an *.agekey entry
+// (update). With the default values the operator may not write Secrets and
+// both say so (EncryptionConfigured=False/EncryptionKeyMissing, naming the
+// value to set); once an upgrade sets rbac.generateEncryptionKeys=true, the
+// running operator generates both keys at the next resync.
+func TestEncryptionKeyGenerationNeedsTheChartsOptIn(t *testing.T) {
+	const release, opNS, team, sa = "enc", "encryption-operator", "team-encryption", "enc-gitops-reverser"
+	installForTeam(t, release, opNS, team)
+	target := func(name, secret string) *v1alpha3.GitTarget {
+		return &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: "clusters/" + name,
+				Encryption: &v1alpha3.EncryptionSpec{Age: v1alpha3.AgeEncryption{
+					SecretRef: &v1alpha3.LocalObjectReference{Name: secret}, GenerateWhenMissing: true}}}}
+	}
+	create(t,
+		localClusterProvider(),
+		gitCredentials(team),
+		gitProvider(team, "repo", team),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "age-existing"},
+			StringData: map[string]string{"note": "the key is added beside this"}},
+		target("creates", "age-generated"),
+		target("updates", "age-existing"),
+	)
+	encryptionConfigured := func(name string) *metav1.Condition {
+		return meta.FindStatusCondition(targetConditions(t, team, name), v1alpha3.ConditionEncryptionConfigured)
+	}
+
+	stop := startOperator(t, opNS, sa)
+	for _, name := range []string{"creates", "updates"} {
+		require.Eventually(t, func() bool {
+			c := encryptionConfigured(name)
+			return c != nil && c.Reason == v1alpha3.ReasonEncryptionKeyMissing
+		}, 60*time.Second, 200*time.Millisecond, "GitTarget %s reports that it may not write the key; conditions: %+v",
+			name, targetConditions(t, team, name))
+		c := encryptionConfigured(name)
+		require.Equal(t, metav1.ConditionFalse, c.Status)
+		require.Contains(t, c.Message, "was refused")
+		require.Contains(t, c.Message, "rbac.generateEncryptionKeys=true")
+	}
+
+	// helm upgrade with the opt-in: only the ClusterRole changes. Key
+	// Secrets are read at every resync, so the running operator picks the
+	// grant up without a restart.
+	install(t, byKind(render(t, release, opNS, "rbac: {generateEncryptionKeys: true}\n"), "ClusterRole"))
+	for name, secret := range map[string]string{"creates": "age-generated", "updates": "age-existing"} {
+		require.Eventually(t, func() bool {
+			c := encryptionConfigured(name)
+			return c != nil && c.Status == metav1.ConditionTrue
+		}, 60*time.Second, 200*time.Millisecond, "GitTarget %s EncryptionConfigured with a generated key; conditions: %+v",
+			name, targetConditions(t, team, name))
+		var s corev1.Secret
+		require.NoError(t, env.kube.Client().Get(ctx(t), client.ObjectKey{Namespace: team, Name: secret}, &s))
+		// EncryptionConfigured=True at a later resync means the operator
+		// read this identity back from the Secret.
+		require.Contains(t, string(s.Data["age.agekey"]), "AGE-SECRET-KEY-1", "an age identity generated into Secret %s", secret)
+	}
+	require.NoError(t, stop())
+}
+
+// localClusterProvider is the ClusterProvider "default": this cluster, every
+// namespace admitted.
+func localClusterProvider() *v1alpha3.ClusterProvider {
+	return &v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}}
+}
+
+// installForTeam installs release into opNS with the chart's default values
+// and creates team's namespace and its repository on the Git server.
+func installForTeam(t *testing.T, release, opNS, team string) {
+	t.Helper()
+	_, err := env.git.CreateBareRepo(team)
+	require.NoError(t, err)
+	install(t, render(t, release, opNS, ""))
+	ensureNamespace(t, team)
 }
