@@ -226,17 +226,7 @@ func (o *operatorRun) exited() error {
 	}
 }
 
-func (o *operatorRun) logTail() string {
-	b, err := os.ReadFile(o.logPath)
-	if err != nil {
-		return ""
-	}
-	const max = 4000
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
-}
+func (o *operatorRun) logTail() string { return harness.TailFile(o.logPath) }
 
 // stopOperator stops a run that the scenario no longer measures and logs
 // what the kernel accounted for its whole life.

@@ -88,8 +88,12 @@ func (p *Process) Stop(grace time.Duration) {
 }
 
 // Tail returns the last bytes of the process log, for error messages.
-func (p *Process) Tail() string {
-	b, err := os.ReadFile(p.LogPath)
+func (p *Process) Tail() string { return TailFile(p.LogPath) }
+
+// TailFile returns the last 4,000 bytes of a log file, for error messages;
+// "" when it cannot be read.
+func TailFile(path string) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
