@@ -22,18 +22,27 @@ export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}code.gitea.io/sdk,gitea.dev
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
 
 # build NAME VERSION MODULE_DIR PACKAGE LDFLAGS
+# Several builds of one binary may start at once (make test-binaries and a
+# test package's harness on demand): a lock per binary makes the later ones
+# wait for the first and then find it cached, instead of building it twice
+# and racing on the temporary file.
 build() {
 	local name=$1 version=$2 dir=$3 pkg=$4 ldflags=$5
 	local dest="$cache/$name-$version"
+	mkdir -p "$dest"
+	local lock
+	exec {lock}>"$dest/.build.lock"
+	flock "$lock"
 	if [ -x "$dest/$name" ]; then
 		echo "$name $version: cached at $dest/$name"
+		exec {lock}>&-
 		return
 	fi
 	echo "$name $version: building (first run on this machine; this takes minutes)"
-	mkdir -p "$dest"
 	local start=$SECONDS
 	(cd "$here/$dir" && go build -trimpath -ldflags "$ldflags" -o "$dest/$name.tmp" "$pkg")
 	mv "$dest/$name.tmp" "$dest/$name"
+	exec {lock}>&-
 	echo "$name $version: built in $((SECONDS - start))s"
 }
 
