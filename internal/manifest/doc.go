@@ -25,6 +25,10 @@
 //     file is kept; a new object goes where the target's declared Placement
 //     puts it (RenderPath), else to its canonical path; a file left without
 //     documents is deleted; a no-op writes nothing.
+//     Every component a new path adds below the root is at most
+//     MaxSegmentBytes (255) bytes: a longer one is shortened by FitSegment
+//     (a prefix and a hash of it), and the file is found again by identity
+//     like any other.
 //   - Sweep: the deletes of a mark-and-sweep, scoped to one type.
 //   - Apply: folds a plan's changes back into the index, so the worker can
 //     plan its next commit without reading the repository again.

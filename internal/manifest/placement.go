@@ -20,8 +20,10 @@ const (
 // CanonicalPath is where a new object is placed:
 // {root}/{namespace}/{group}/{resource}/{name}.yaml, with the core group
 // omitted, _cluster for a cluster-scoped object (empty Namespace), no prefix
-// for root ".", and .sops.yaml for a sensitive object. It fails when a part
-// is missing or would not be a single, ordinary path segment.
+// for root ".", and .sops.yaml for a sensitive object. A component longer
+// than MaxSegmentBytes is shortened by FitSegment. It fails when a part is
+// missing or would not be a single, ordinary path segment, or when the path
+// would be longer than MaxPathBytes (only a root that long can make it).
 func CanonicalPath(root string, id ObjectID, sensitive bool) (string, error) {
 	namespace := id.Namespace
 	if namespace == "" {
@@ -42,12 +44,16 @@ func CanonicalPath(root string, id ObjectID, sensitive bool) (string, error) {
 	if sensitive {
 		suffix = sensitiveSuffix
 	}
-	segments := []string{root, namespace}
+	segments := []string{root, FitSegment(namespace, "")}
 	if id.Group != "" {
-		segments = append(segments, id.Group)
+		segments = append(segments, FitSegment(id.Group, ""))
 	}
-	segments = append(segments, id.Resource, id.Name+suffix)
-	return path.Join(segments...), nil
+	segments = append(segments, FitSegment(id.Resource, ""), FitSegment(id.Name, suffix))
+	placed := path.Join(segments...)
+	if len(placed) > MaxPathBytes {
+		return "", fmt.Errorf("place %s: the path is %d bytes, more than %d", id, len(placed), MaxPathBytes)
+	}
+	return placed, nil
 }
 
 // checkSegment refuses a value that is empty, would escape or alias a

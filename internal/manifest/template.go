@@ -68,6 +68,9 @@ var (
 // (its .yaml/.yml, and any .sops before it, are replaced), and a plaintext
 // object is never placed in a .sops.yaml file, which tooling takes for
 // ciphertext.
+//
+// A segment longer than MaxSegmentBytes is shortened by FitSegment (the
+// file's suffix is kept), and a path longer than MaxPathBytes is refused.
 func RenderPath(root, template string, id ObjectID, sensitive bool) (string, error) {
 	rendered, err := expand(template, id)
 	if err != nil {
@@ -87,12 +90,20 @@ func RenderPath(root, template string, id ObjectID, sensitive bool) (string, err
 		return "", fmt.Errorf("render placement %q for %s: %w: renders no path", template, id, errUnsafePath)
 	}
 	last := len(segments) - 1
-	file, err := fileName(segments[last], sensitive)
+	stem, suffix, err := fileName(segments[last], sensitive)
 	if err != nil {
 		return "", fmt.Errorf("render placement %q for %s: %q: %w", template, id, rendered, err)
 	}
-	segments[last] = file
-	return path.Join(append([]string{root}, segments...)...), nil
+	for i, segment := range segments[:last] {
+		segments[i] = FitSegment(segment, "")
+	}
+	segments[last] = FitSegment(stem, suffix)
+	placed := path.Join(append([]string{root}, segments...)...)
+	if len(placed) > MaxPathBytes {
+		return "", fmt.Errorf("render placement %q for %s: %w: the path is %d bytes, more than %d",
+			template, id, errUnsafePath, len(placed), MaxPathBytes)
+	}
+	return placed, nil
 }
 
 // expand substitutes the variables of template.
@@ -168,25 +179,27 @@ func checkRenderedSegment(segment string) error {
 	return nil
 }
 
-// fileName gives the last segment its suffix: .sops.yaml for a sensitive
-// object whatever the template says, and .yaml/.yml (but not .sops.yaml)
-// for a plaintext one.
-func fileName(segment string, sensitive bool) (string, error) {
-	stem, ok := strings.CutSuffix(segment, ".yaml")
+// fileName splits the last segment into its stem and suffix: .sops.yaml
+// for a sensitive object whatever the template says, and .yaml/.yml (but
+// not .sops.yaml) for a plaintext one.
+func fileName(segment string, sensitive bool) (stem, suffix string, err error) {
+	suffix = plainSuffix
+	stem, ok := strings.CutSuffix(segment, suffix)
 	if !ok {
-		stem, ok = strings.CutSuffix(segment, ".yml")
+		suffix = ".yml"
+		stem, ok = strings.CutSuffix(segment, suffix)
 	}
 	if !ok {
-		return "", fmt.Errorf("%w: the file name %q does not end in .yaml or .yml", errUnsafePath, segment)
+		return "", "", fmt.Errorf("%w: the file name %q does not end in .yaml or .yml", errUnsafePath, segment)
 	}
 	plainStem, hadSops := strings.CutSuffix(stem, ".sops")
 	switch {
 	case plainStem == "":
-		return "", fmt.Errorf("%w: the file name %q has nothing before its suffix", errUnsafePath, segment)
+		return "", "", fmt.Errorf("%w: the file name %q has nothing before its suffix", errUnsafePath, segment)
 	case sensitive:
-		return plainStem + sensitiveSuffix, nil
+		return plainStem, sensitiveSuffix, nil
 	case hadSops:
-		return "", fmt.Errorf("%w: a plaintext object is never placed in a .sops file (%q)", errUnsafePath, segment)
+		return "", "", fmt.Errorf("%w: a plaintext object is never placed in a .sops file (%q)", errUnsafePath, segment)
 	}
-	return segment, nil
+	return stem, suffix, nil
 }
