@@ -84,7 +84,8 @@ func BootstrapReadme(root string) []byte {
 		"New objects are placed at `{namespace}/{group}/{resource}/{name}.yaml` (no group for core\n" +
 		"types, `_cluster` for cluster-scoped objects) unless the GitTarget's `spec.placement`\n" +
 		"declares other paths. Sensitive objects are SOPS-encrypted and\n" +
-		"end in `.sops.yaml`. Existing files keep their place: moving or merging them is fine.\n")
+		"end in `.sops.yaml`. A name longer than a file system allows (255 bytes) is shortened to\n" +
+		"a prefix and a hash of it. Existing files keep their place: moving or merging them is fine.\n")
 }
 
 // fileClass says how the index treats a file.
