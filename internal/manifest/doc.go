@@ -28,7 +28,8 @@
 //     Every component a new path adds below the root is at most
 //     MaxSegmentBytes (255) bytes: a longer one is shortened by FitSegment
 //     (a prefix and a hash of it), and the file is found again by identity
-//     like any other.
+//     like any other. A document in a file no checkout can create (a longer
+//     component, written before this rule) is placed anew when written.
 //   - Sweep: the deletes of a mark-and-sweep, scoped to one type.
 //   - Apply: folds a plan's changes back into the index, so the worker can
 //     plan its next commit without reading the repository again.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strings"
 )
 
 // Op is one object write in a batch: an Upsert or a Delete.
@@ -182,10 +183,37 @@ func (ws *workspace) apply(w write) *Refusal {
 		return nil
 	case w.remove:
 		return nil // already gone
+	case found && !ws.fits(loc.path):
+		return ws.move(loc, w)
 	case found:
 		return ws.replace(loc, w)
 	}
 	return ws.place(w)
+}
+
+// fits reports whether every component of p below the root is one a file
+// system can hold. The root is the target's own; it is never moved.
+func (ws *workspace) fits(p string) bool {
+	rel, _ := ws.ix.relative(p) // an indexed path is below the root
+	for _, component := range strings.Split(rel, "/") {
+		if len(component) > MaxSegmentBytes {
+			return false
+		}
+	}
+	return true
+}
+
+// move places an existing object anew when its file cannot be checked out
+// (written before long components were shortened): edited in place, the
+// branch would stay one no clone can check out. An object that cannot be
+// placed is edited where it is, as before.
+func (ws *workspace) move(loc location, w write) *Refusal {
+	if refusal := ws.place(w); refusal != nil {
+		return ws.replace(loc, w)
+	}
+	ws.edit(loc.path).remove(loc.section)
+	ws.objects[len(ws.objects)-1].Action = ActionUpdate
+	return nil
 }
 
 // replace writes an existing document in place, or nothing when the new

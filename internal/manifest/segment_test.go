@@ -156,3 +156,48 @@ func requireComponentsFit(t *testing.T, p string) {
 		require.LessOrEqual(t, len(component), manifest.MaxSegmentBytes, component)
 	}
 }
+
+// TestAFileNoCheckoutCanCreateIsMovedOnItsNextWrite: a file an earlier
+// release wrote with a 258-byte name commits but cannot be checked out.
+// The next write of its object places it anew, at the shortened path; its
+// other documents stay until their own writes move them.
+func TestAFileNoCheckoutCanCreateIsMovedOnItsNextWrite(t *testing.T) {
+	id, other := configMapID("team-a", longName), configMapID("team-a", longName+"x")
+	overlong := "root/team-a/configmaps/" + longName + ".yaml"
+	bundled := "root/team-a/" + longName + "-all.yaml"
+	shortened := "root/team-a/configmaps/" + manifest.FitSegment(longName, ".yaml")
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  map[string]string
+	}{
+		{"alone in its file: the file moves",
+			map[string]string{overlong: configMapYAML("team-a", longName, "v1")},
+			map[string]string{overlong: "<deleted>", shortened: configMapYAML("team-a", longName, "v1")}},
+		{"sharing its file: only its document moves",
+			map[string]string{bundled: configMapYAML("team-a", longName, "v1") + "---\n" + configMapYAML("team-a", longName+"x", "v1")},
+			map[string]string{bundled: "---\n" + configMapYAML("team-a", longName+"x", "v1"), shortened: configMapYAML("team-a", longName, "v1")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ix := newIndex(t, "root", withReadme("root", tt.files))
+
+			result := plan(t, ix, upsert(id, configMapYAML("team-a", longName, "v1")))
+
+			require.Empty(t, result.Refusals)
+			require.Equal(t, tt.want, contents(result), "moved even though its content did not change")
+			require.Equal(t, []manifest.ObjectChange{{ID: id, Path: shortened, Action: manifest.ActionUpdate}}, result.Objects)
+			_, stillThere := ix.Lookup(other)
+			require.Equal(t, len(tt.files[bundled]) > 0, stillThere)
+		})
+	}
+}
+
+func TestAFileThatFitsIsNeverMoved(t *testing.T) {
+	// 250 bytes and .yaml: exactly 255, a name any checkout can create.
+	name := strings.Repeat("f", 250)
+	at := "root/team-a/configmaps/" + name + ".yaml"
+	ix := newIndex(t, "root", withReadme("root", map[string]string{at: configMapYAML("team-a", name, "v1")}))
+
+	require.Empty(t, plan(t, ix, upsert(configMapID("team-a", name), configMapYAML("team-a", name, "v1"))).Changes)
+}
