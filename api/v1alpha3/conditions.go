@@ -87,8 +87,9 @@ const (
 	// ReasonBranchNotAllowed: spec.branch matches none of the GitProvider's
 	// allowedBranches.
 	ReasonBranchNotAllowed = "BranchNotAllowed"
-	// ReasonPathOverlap: another GitTarget on the same provider and branch
-	// owns a path that contains or is contained by this one.
+	// ReasonPathOverlap: an older GitTarget writing the same repository and
+	// branch, in any namespace and through any GitProvider, owns a path that
+	// contains or is contained by this one.
 	ReasonPathOverlap = "PathOverlap"
 	// ReasonUnsupportedContent: the Git path holds content the operator cannot
 	// manage safely; nothing is written until a human cleans it.

@@ -21,14 +21,17 @@ import (
 )
 
 // SetupWithManager registers the reconciler with narrow dependency watches:
+// the deletion of a GitTarget (an overlapping one may now keep the path),
 // spec changes and Ready transitions of providers (and a GitProvider's new
-// signing key), rule changes, namespace label changes, CRD changes, and the
+// signing key, for every target of its repository), rule changes, namespace label changes, CRD changes, and the
 // engine's runtime notifications.
 func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gittarget").
 		For(&v1alpha3.GitTarget{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha3.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProvider),
+		Watches(&v1alpha3.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.targetsOverlapping),
+			builder.WithPredicates(deleted())).
+		Watches(&v1alpha3.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfRepository),
 			builder.WithPredicates(predicate.Or(specOrReadyChanged(), signingKeyChanged()))).
 		Watches(&v1alpha3.ClusterProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfClusterProvider),
 			builder.WithPredicates(specOrReadyChanged())).
@@ -50,6 +53,15 @@ func specOrReadyChanged() predicate.Predicate {
 	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool { return readyStatus(e.ObjectOld) != readyStatus(e.ObjectNew) },
 	})
+}
+
+// deleted admits only deletions.
+func deleted() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // crdServingChanged admits a CRD's creation, deletion, spec change, and

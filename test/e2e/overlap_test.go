@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+)
+
+// TestTwoTeamsOnOneRepositoryCannotShareAPath: two namespaces, each with
+// its own GitProvider for the same repository (spelled with and without
+// .git), and GitTargets on the same branch whose paths nest. The older
+// target keeps the path and mirrors; the younger says PathOverlap naming
+// it and writes nothing. Deleting the older one hands the path over.
+func TestTwoTeamsOnOneRepositoryCannotShareAPath(t *testing.T) {
+	older := newMirror(t, "team-older", "configmaps")
+	apply(t, configMap(older.ns, "kept", map[string]string{"k": "v"}))
+	startOperator(t)
+	eventually(t, "the older target's ConfigMap in Git", func() bool {
+		return gitFile(t, older.repo, older.path+"/team-older/configmaps/kept.yaml") != ""
+	})
+	waitReady(t, older.ns, older.target)
+
+	const younger = "team-younger"
+	sameRepository := strings.TrimSuffix(env.git.HTTPURL(older.repo), ".git")
+	require.NotEqual(t, env.git.HTTPURL(older.repo), sameRepository)
+	apply(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: younger}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: younger, Name: "git-credentials"},
+			StringData: map[string]string{"username": gitUser, "password": gitPassword}},
+		gitProvider(younger, "same-repo", sameRepository),
+		configMap(younger, "theirs", map[string]string{"k": "v"}),
+		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: younger, Name: "wide"},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "same-repo"}, Branch: "main", Path: "clusters"}},
+		watchRule(younger, "rule", "wide", "configmaps"),
+	)
+	eventually(t, "the younger target refused, naming the older", func() bool {
+		c := targetCondition(t, younger, "wide", v1alpha3.ConditionValidated)
+		return c != nil && c.Reason == v1alpha3.ReasonPathOverlap
+	})
+	c := targetCondition(t, younger, "wide", v1alpha3.ConditionValidated)
+	require.Contains(t, c.Message, older.ns+"/"+older.target, "the condition names the target that holds the path")
+	require.Contains(t, c.Message, "delete this GitTarget and create it again", "the way out, as spec.path is immutable")
+	require.Equal(t, metav1.ConditionTrue, conditionStatus(t, younger, "wide", v1alpha3.ConditionStalled))
+
+	// The older target's next commit is the sentinel: had the younger been
+	// writing, its replay would have swept the older one's files or added
+	// its own by now.
+	apply(t, configMap(older.ns, "later", map[string]string{"k": "v"}))
+	eventually(t, "the older target's next commit", func() bool {
+		return gitFile(t, older.repo, older.path+"/team-older/configmaps/later.yaml") != ""
+	})
+	require.NotEmpty(t, gitFile(t, older.repo, older.path+"/team-older/configmaps/kept.yaml"), "the older target's files stay:\n%s", gitLog(t, older.repo))
+	require.Empty(t, gitFile(t, older.repo, "clusters/"+younger+"/configmaps/theirs.yaml"), "the younger target wrote:\n%s", gitLog(t, older.repo))
+	waitReady(t, older.ns, older.target)
+
+	var holder v1alpha3.GitTarget
+	require.NoError(t, env.kube.Client().Get(context.Background(), client.ObjectKey{Namespace: older.ns, Name: older.target}, &holder))
+	require.NoError(t, env.kube.Client().Delete(context.Background(), &holder))
+	eventually(t, "the younger target takes the path over and mirrors", func() bool {
+		return gitFile(t, older.repo, "clusters/"+younger+"/configmaps/theirs.yaml") != ""
+	})
+	waitReady(t, younger, "wide")
+}
