@@ -50,7 +50,8 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 	}
 	res, err := ts.planner().Plan(ix, ops)
 	if err != nil {
-		return nil, fmt.Errorf("planning a commit for GitTarget %s: %w", win.target, err)
+		// The worker names the GitTarget when it reports the failure.
+		return nil, fmt.Errorf("planning the commit: %w", err)
 	}
 	plan := &windowPlan{target: win.target, indexChanges: res.Changes, refusals: append(refusals, res.Refusals...), contents: map[string][]byte{}}
 	for _, c := range res.Changes {

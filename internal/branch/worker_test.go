@@ -273,6 +273,30 @@ func TestContentATargetCannotManageHoldsBackOnlyThatTarget(t *testing.T) {
 	require.NotEmpty(t, show(t, "parked", "other/team/configmaps/c.yaml"))
 }
 
+// TestAPlanningFailureNamesTheGitTargetOnce: each layer of the error adds
+// only what it knows, so the target and its root appear once in the text a
+// user reads in the GitTarget's condition.
+func TestAPlanningFailureNamesTheGitTargetOnce(t *testing.T) {
+	var reported error
+	var mu sync.Mutex
+	w := newWorker(t, "named-once", nil, func(c *branch.Config) {
+		c.OnError = func(_ branch.TargetKey, err error) { mu.Lock(); reported = err; mu.Unlock() }
+	})
+	write(t, w, branch.Author{}, cm("a", "1"))
+	flush(t, w)
+	pushExternal(t, "named-once", "mirror/values.yaml")
+	write(t, w, branch.Author{}, cm("b", "1"))
+	err := w.Flush(context.Background(), target)
+	require.Error(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, text := range []string{err.Error(), reported.Error()} {
+		require.Equal(t, 1, strings.Count(text, "GitTarget "+target.String()), text)
+		require.Equal(t, 1, strings.Count(text, `"mirror"`), "the target's root once: %s", text)
+		require.Contains(t, text, "mirror/values.yaml", "the refused file is named")
+	}
+}
+
 func TestALoneWindowIsNeverHeldByThePushBudget(t *testing.T) {
 	w := newWorker(t, "budget", nil, func(c *branch.Config) { c.PushBurst, c.PushInterval = 1, time.Hour })
 	for i := range 4 {

@@ -3,7 +3,6 @@ package manifest
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"path"
 	"sort"
 	"strings"
@@ -98,7 +97,7 @@ func Plan(ix *Index, ops []Op) (Result, error) {
 // The index is not modified: Apply the changes once they are committed.
 func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 	if err := ix.Check(); err != nil {
-		return Result{}, fmt.Errorf("plan a commit under %q: %w", ix.root, err)
+		return Result{}, err // it names the root and every refused file; a wrap would repeat the root
 	}
 	ws := &workspace{ix: ix, placement: p.Placement, files: make(map[string]*fileEdit)}
 	var refusals []Refusal

@@ -91,7 +91,8 @@ func (g *streamGlue) synced(ctx context.Context) error {
 	g.present = g.present[:0]
 	allSynced := g.target.replayDone(g.claim)
 	if err := g.target.sink.Sync(ctx, g.target.Key, sweep, allSynced); err != nil {
-		return fmt.Errorf("handing the %s sweep to the branch worker: %w", g.claim.GVR.Resource, err)
+		// The stream names the resource and namespace when it reports this.
+		return fmt.Errorf("handing the sweep to the branch worker: %w", err)
 	}
 	if allSynced {
 		g.target.observer.Replayed(g.target.Key)
