@@ -39,7 +39,7 @@ type GitProviderSpec struct {
 	// user@host:path. Immutable: a new URL is a new GitProvider.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^((https?|ssh|file)://[^\s]+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+)$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:]]') && self.matches('^((https?|ssh|file)://.+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:.+)$')",message="must be a repository URL: https://, http://, ssh:// or file://, or scp-like user@host:path, without spaces"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="url is immutable"
 	URL string `json:"url"`
 
@@ -90,7 +90,7 @@ type ForgeSpec struct {
 	// self-hosted Gitea or GitLab. Omitted, it is derived from the URL.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:]]') && self.matches('^https?://.+$')",message="must be an https:// or http:// URL without spaces"
 	APIURL string `json:"apiURL,omitempty"`
 }
 
@@ -165,7 +165,7 @@ type CommitIdentity struct {
 	// +kubebuilder:default="noreply@configbutler.ai"
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:Pattern=`^[^\s<>@]+@[^\s<>@]+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^[:space:]<>@]+@[^[:space:]<>@]+$')",message="must be an email address: one '@', no spaces, '<' or '>'"
 	Email string `json:"email,omitempty"`
 }
 

@@ -2,11 +2,21 @@ package v1alpha3
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+// The required fields are required by CEL rules, not by the schema: the API
+// server skips every CEL rule of an object that misses a schema-required
+// field and adds a confusing "<nil>: Invalid value: null: some validation
+// rules were not checked" to the refusal.
+// +kubebuilder:validation:XValidation:rule="has(self.providerRef)",message="providerRef is required: it names the GitProvider, in this namespace, to write through",fieldPath=".providerRef"
+// +kubebuilder:validation:XValidation:rule="has(self.branch)",message="branch is required: the Git branch to write",fieldPath=".branch"
+// +kubebuilder:validation:XValidation:rule="has(self.path)",message="path is required: the subtree this target owns, relative to the repository root ('.' for the root)",fieldPath=".path"
+
 // GitTargetSpec joins one source cluster to one Git destination:
 // (clusterProvider, provider, branch, path). The destination and the source
 // are immutable, so a target never silently orphans what it wrote.
 type GitTargetSpec struct {
 	// ProviderRef names the GitProvider, in this namespace, to write through.
+	// Required (see the type's rules).
+	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="providerRef is immutable"
 	ProviderRef GitProviderReference `json:"providerRef"`
 
@@ -18,9 +28,11 @@ type GitTargetSpec struct {
 	ClusterProviderRef *ClusterProviderReference `json:"clusterProviderRef,omitempty"`
 
 	// Branch to write; it must match the GitProvider's allowedBranches.
+	// Required (see the type's rules).
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9._/-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9._/-]*$')",message="branch may use only letters, digits, '.', '_', '/' and '-', and starts with a letter, digit or '_'"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.contains('//') && !self.endsWith('/') && !self.endsWith('.') && !self.endsWith('.lock')",message="branch must be a valid Git branch name (no '..', '//', or trailing '/', '.', '.lock')"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="branch is immutable"
 	Branch string `json:"branch"`
@@ -28,9 +40,13 @@ type GitTargetSpec struct {
 	// Path of the subtree this target owns, relative to the repository root.
 	// "." is the root and must be chosen explicitly. Segments may not start
 	// with '.', so a path can never reach .git or escape the repository.
+	// Required (see the type's rules).
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^(\.|[A-Za-z0-9_@+-][A-Za-z0-9._@+-]*(/[A-Za-z0-9_@+-][A-Za-z0-9._@+-]*)*)$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._@+/-]+$')",message="path may use only letters, digits, '.', '_', '@', '+', '-' and '/'"
+	// +kubebuilder:validation:XValidation:rule="self == '.' || !(self.startsWith('/') || self.endsWith('/') || self.contains('//'))",message="path is relative to the repository root: no leading or trailing '/' and no empty segment"
+	// +kubebuilder:validation:XValidation:rule="self == '.' || !self.split('/').exists(s, s.startsWith('.'))",message="no path segment may start with '.': '..' would leave the repository and .git is Git's own; the repository root is '.' alone"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="path is immutable"
 	Path string `json:"path"`
 
@@ -64,6 +80,7 @@ func (s GitTargetSpec) ClusterProviderName() string {
 }
 
 // GitProviderReference names a GitProvider in the referrer's namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.name)",message="name is required: the name of a GitProvider in this namespace",fieldPath=".name"
 type GitProviderReference struct {
 	// Group of the referent; only configbutler.ai.
 	// +optional
@@ -77,10 +94,11 @@ type GitProviderReference struct {
 	// +kubebuilder:validation:Enum=GitProvider
 	Kind string `json:"kind,omitempty"`
 
-	// Name of the GitProvider.
+	// Name of the GitProvider. Required (see the type's rule).
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be a Kubernetes object name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Name string `json:"name"`
 }
 
@@ -89,7 +107,7 @@ type ClusterProviderReference struct {
 	// Name of the ClusterProvider.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be a Kubernetes object name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Name string `json:"name"`
 }
 
@@ -114,7 +132,8 @@ type AgeEncryption struct {
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:Pattern=`^age1[02-9ac-hj-np-z]{58}$`
+	// +kubebuilder:validation:items:MaxLength=62
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^age1[02-9ac-hj-np-z]{58}$')",message="must be an age public key: age1 followed by 58 lower-case bech32 characters, as age-keygen prints it"
 	Recipients []string `json:"recipients,omitempty"`
 
 	// SecretRef names a Secret in this namespace whose *.agekey values are age
@@ -152,7 +171,7 @@ type PlacementSpec struct {
 // object is placed (see docs/crds/gittarget.md).
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=512
-// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_{@+-][A-Za-z0-9._{}@+-]*(/[A-Za-z0-9_{@+-][A-Za-z0-9._{}@+-]*)*\.ya?ml$`
+// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_{@+-][A-Za-z0-9._{}@+-]*(/[A-Za-z0-9_{@+-][A-Za-z0-9._{}@+-]*)*[.]ya?ml$')",message="a template is a relative path ending in .yaml or .yml, of letters, digits, '.', '_', '@', '+', '-' and variables, whose segments do not start with '.' and are not empty"
 // +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{](namespace|group|version|resource|kind|name)[}])*$')",message="a template uses only the variables {namespace}, {group}, {version}, {resource}, {kind} and {name}, each in one pair of braces"
 type PathTemplate string
 

@@ -26,7 +26,7 @@ type ResourceSelector struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=253
-	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([*]|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$')",message="an API group is empty (the core group), '*' or a DNS name such as apps or cert-manager.io"
 	APIGroups []string `json:"apiGroups,omitempty"`
 
 	// APIVersions of the resources; omitted means the preferred served
@@ -36,7 +36,7 @@ type ResourceSelector struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^(\*|v[0-9]+((alpha|beta)[0-9]+)?)$`
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([*]|v[0-9]+((alpha|beta)[0-9]+)?)$')",message="an API version is '*' or a version such as v1, v1beta1 or v2alpha3"
 	APIVersions []string `json:"apiVersions,omitempty"`
 
 	// Resources are plural resource names, or "*". Subresources (a "/") are
@@ -47,7 +47,7 @@ type ResourceSelector struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:items:XValidation:rule="!self.contains('/')",message="subresources are not allowed in resources; name the top-level resource"
-	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/.*)?)$`
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([*]|[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/.*)?)$')",message="a resource is '*' or a plural lower-case resource name such as configmaps"
 	Resources []string `json:"resources"`
 }
 
@@ -56,7 +56,7 @@ type TargetReference struct {
 	// Name of the GitTarget.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be a Kubernetes object name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Name string `json:"name"`
 }
 
@@ -65,13 +65,13 @@ type NamespacedTargetReference struct {
 	// Name of the GitTarget.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be a Kubernetes object name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Name string `json:"name"`
 
 	// Namespace of the GitTarget.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit"
 	Namespace string `json:"namespace"`
 }
 

@@ -25,7 +25,7 @@ type NamespacedResourceRule struct {
 	// allowedSourceNamespaces admits.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([*]|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$')",message="must be '*' or a namespace name: lower-case letters, digits and '-', starting and ending with a letter or digit"
 	SourceNamespace string `json:"sourceNamespace,omitempty"`
 }
 
