@@ -29,6 +29,8 @@ func TestAMissingProviderIsReportedAndRecovers(t *testing.T) {
 		return c != nil && c.Reason == v1alpha3.ReasonGitProviderNotFound && strings.Contains(c.Message, "later")
 	})
 	require.Equal(t, metav1.ConditionTrue, conditionStatus(t, m.ns, "orphan", v1alpha3.ConditionStalled))
+	require.Contains(t, targetCondition(t, m.ns, "orphan", v1alpha3.ConditionReady).Message, "delete this GitTarget and create it again",
+		"spec.providerRef is immutable: the message offers what a user can do")
 
 	apply(t, configMap(m.ns, "while-broken", map[string]string{"k": "v"}))
 	apply(t, gitProvider(m.ns, "later", env.git.HTTPURL(m.repo)))
