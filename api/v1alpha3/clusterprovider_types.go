@@ -37,9 +37,11 @@ type ClusterProviderSpec struct {
 }
 
 // KubeConfigReference names the Secret key holding a kubeconfig.
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef)",message="secretRef is required: the Secret, in the operator's namespace, holding the kubeconfig",fieldPath=".secretRef"
 type KubeConfigReference struct {
 	// SecretRef names the Secret, in the operator's namespace, and its key
 	// (default value).
+	// +optional
 	SecretRef SecretKeyReference `json:"secretRef"`
 }
 

@@ -4,18 +4,23 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // ClusterWatchRuleSpec selects cluster-scoped resources and routes them to a
 // GitTarget.
+// +kubebuilder:validation:XValidation:rule="has(self.targetRef)",message="targetRef is required: it names the GitTarget, by namespace and name, that receives the objects",fieldPath=".targetRef"
+// +kubebuilder:validation:XValidation:rule="has(self.rules)",message="rules is required: at least one rule naming the resources to mirror",fieldPath=".rules"
 type ClusterWatchRuleSpec struct {
 	// TargetRef names the GitTarget, by namespace and name, that receives the
 	// matching objects.
+	// +optional
 	TargetRef NamespacedTargetReference `json:"targetRef"`
 
 	// Rules are OR-ed: an object matching any rule is mirrored.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
+	// +optional
 	Rules []ClusterResourceRule `json:"rules"`
 }
 
 // ClusterResourceRule selects cluster-scoped resources.
+// +kubebuilder:validation:XValidation:rule="has(self.resources)",message="resources is required: the plural resource names to mirror, or '*'",fieldPath=".resources"
 type ClusterResourceRule struct {
 	ResourceSelector `json:",inline"`
 

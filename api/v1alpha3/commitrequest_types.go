@@ -6,9 +6,11 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // committed now. The whole spec is immutable: a request is a one-shot
 // command, and changing it after the fact would invalidate an in-flight
 // finalize.
+// +kubebuilder:validation:XValidation:rule="has(self.targetRef)",message="targetRef is required: it names the GitTarget, in this namespace, whose open window is committed",fieldPath=".targetRef"
 type CommitRequestSpec struct {
 	// TargetRef names the GitTarget, in this namespace, whose open window is
 	// committed.
+	// +optional
 	TargetRef TargetReference `json:"targetRef"`
 
 	// Message replaces the rendered commit message verbatim.

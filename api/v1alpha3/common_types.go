@@ -3,20 +3,24 @@ package v1alpha3
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // LocalObjectReference names an object in the referrer's namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.name)",message="name is required: the name of an object in this namespace",fieldPath=".name"
 type LocalObjectReference struct {
 	// Name of the referenced object.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be a Kubernetes object name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +optional
 	Name string `json:"name"`
 }
 
 // SecretKeyReference names one key of a Secret in the referrer's namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.name)",message="name is required: the name of a Secret",fieldPath=".name"
 type SecretKeyReference struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be a Kubernetes object name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +optional
 	Name string `json:"name"`
 
 	// Key within the Secret. Each field that uses this type documents its

@@ -34,6 +34,8 @@ const (
 // commits are made.
 // +kubebuilder:validation:XValidation:rule="!has(self.commit) || !has(self.commit.mode) || self.commit.mode != 'Verified' || (has(self.forge) && has(self.forge.type) && self.forge.type == 'github')",message="commit.mode Verified needs forge.type github",fieldPath=".commit.mode"
 // +kubebuilder:validation:XValidation:rule="!has(self.commit) || !has(self.commit.mode) || self.commit.mode != 'Verified' || !has(self.commit.signing)",message="commit.signing cannot be used with commit.mode Verified: GitHub signs verified commits",fieldPath=".commit.signing"
+// +kubebuilder:validation:XValidation:rule="has(self.url)",message="url is required: the repository to write, e.g. https://github.com/org/repo.git",fieldPath=".url"
+// +kubebuilder:validation:XValidation:rule="has(self.allowedBranches)",message="allowedBranches is required: glob patterns of the branches GitTargets may write, e.g. main",fieldPath=".allowedBranches"
 type GitProviderSpec struct {
 	// URL of the repository: https://, http://, ssh://, file:// or scp-like
 	// user@host:path. Immutable: a new URL is a new GitProvider.
@@ -41,6 +43,7 @@ type GitProviderSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:]]') && self.matches('^((https?|ssh|file)://.+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:.+)$')",message="must be a repository URL: https://, http://, ssh:// or file://, or scp-like user@host:path, without spaces"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="url is immutable"
+	// +optional
 	URL string `json:"url"`
 
 	// Forge selects the API the operator commits through. Omitted, it is
@@ -67,6 +70,7 @@ type GitProviderSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=255
+	// +optional
 	AllowedBranches []string `json:"allowedBranches"`
 
 	// Push tunes how changes are grouped into commits.
@@ -96,6 +100,7 @@ type ForgeSpec struct {
 
 // KnownHostsReference names a Secret or ConfigMap key holding known_hosts
 // lines.
+// +kubebuilder:validation:XValidation:rule="has(self.name)",message="name is required: the Secret or ConfigMap holding the known_hosts",fieldPath=".name"
 type KnownHostsReference struct {
 	// Kind of the object holding the known_hosts.
 	// +optional
@@ -106,6 +111,7 @@ type KnownHostsReference struct {
 	// Name of the object, in the GitProvider's namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +optional
 	Name string `json:"name"`
 
 	// Key holding the known_hosts lines.
@@ -190,9 +196,11 @@ type CommitMessageTemplates struct {
 }
 
 // CommitSigning configures SSH commit signatures.
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef)",message="secretRef is required: the Secret holding the signing key",fieldPath=".secretRef"
 type CommitSigning struct {
 	// SecretRef names the Secret holding the SSH private key
 	// (key signing.key unless set).
+	// +optional
 	SecretRef SecretKeyReference `json:"secretRef"`
 
 	// GenerateWhenMissing generates an ed25519 key into the Secret when it

@@ -15,7 +15,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // are immutable, so a target never silently orphans what it wrote.
 type GitTargetSpec struct {
 	// ProviderRef names the GitProvider, in this namespace, to write through.
-	// Required (see the type's rules).
+	// Required.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="providerRef is immutable"
 	ProviderRef GitProviderReference `json:"providerRef"`
@@ -28,7 +28,7 @@ type GitTargetSpec struct {
 	ClusterProviderRef *ClusterProviderReference `json:"clusterProviderRef,omitempty"`
 
 	// Branch to write; it must match the GitProvider's allowedBranches.
-	// Required (see the type's rules).
+	// Required.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
@@ -40,7 +40,7 @@ type GitTargetSpec struct {
 	// Path of the subtree this target owns, relative to the repository root.
 	// "." is the root and must be chosen explicitly. Segments may not start
 	// with '.', so a path can never reach .git or escape the repository.
-	// Required (see the type's rules).
+	// Required.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
@@ -94,7 +94,7 @@ type GitProviderReference struct {
 	// +kubebuilder:validation:Enum=GitProvider
 	Kind string `json:"kind,omitempty"`
 
-	// Name of the GitProvider. Required (see the type's rule).
+	// Name of the GitProvider. Required.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -103,15 +103,18 @@ type GitProviderReference struct {
 }
 
 // ClusterProviderReference names a ClusterProvider.
+// +kubebuilder:validation:XValidation:rule="has(self.name)",message="name is required: the name of a ClusterProvider",fieldPath=".name"
 type ClusterProviderReference struct {
 	// Name of the ClusterProvider.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be a Kubernetes object name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +optional
 	Name string `json:"name"`
 }
 
 // EncryptionSpec configures encryption of sensitive resources.
+// +kubebuilder:validation:XValidation:rule="has(self.age)",message="age is required: the age recipients, a secretRef, or both",fieldPath=".age"
 type EncryptionSpec struct {
 	// Provider of encryption; SOPS is the only one.
 	// +optional
@@ -120,6 +123,7 @@ type EncryptionSpec struct {
 	Provider string `json:"provider,omitempty"`
 
 	// Age sets the age recipients SOPS encrypts to.
+	// +optional
 	Age AgeEncryption `json:"age"`
 }
 

@@ -63,6 +63,27 @@ spec: {targetRef: {name: t}, rules: [{resources: [ConfigMaps]}]}`},
 	{"WatchRule with a sourceNamespace in upper case", "spec.rules[0].sourceNamespace", "namespace name", `
 kind: WatchRule
 spec: {targetRef: {name: t}, rules: [{resources: [configmaps], sourceNamespace: Bad_NS}]}`},
+	{"WatchRule without targetRef", "spec.targetRef", "targetRef is required", `
+kind: WatchRule
+spec: {rules: [{resources: [configmaps]}]}`},
+	{"WatchRule rule without resources", "spec.rules[0].resources", "resources is required", `
+kind: WatchRule
+spec: {targetRef: {name: t}, rules: [{operations: [CREATE]}]}`},
+	{"ClusterWatchRule targetRef without namespace", "spec.targetRef.namespace", "namespace is required", `
+kind: ClusterWatchRule
+spec: {targetRef: {name: t}, rules: [{resources: [namespaces]}]}`},
+	{"GitProvider without url", "spec.url", "url is required", `
+kind: GitProvider
+spec: {allowedBranches: [main]}`},
+	{"GitProvider without allowedBranches", "spec.allowedBranches", "allowedBranches is required", `
+kind: GitProvider
+spec: {url: "https://git.example.com/org/repo.git"}`},
+	{"CommitRequest without targetRef", "spec.targetRef", "targetRef is required", `
+kind: CommitRequest
+spec: {message: hello}`},
+	{"ClusterProvider kubeConfig without a Secret name", "spec.kubeConfig.secretRef.name", "name is required", `
+kind: ClusterProvider
+spec: {kubeConfig: {secretRef: {key: value}}}`},
 	{"ClusterWatchRule targetRef namespace in upper case", "spec.targetRef.namespace", "must be a DNS label", `
 kind: ClusterWatchRule
 spec: {targetRef: {name: t, namespace: Team}, rules: [{resources: [namespaces]}]}`},

@@ -40,7 +40,7 @@ type ResourceSelector struct {
 	APIVersions []string `json:"apiVersions,omitempty"`
 
 	// Resources are plural resource names, or "*". Subresources (a "/") are
-	// refused: mirroring works on top-level objects.
+	// refused: mirroring works on top-level objects. Required.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
@@ -48,30 +48,37 @@ type ResourceSelector struct {
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:items:XValidation:rule="!self.contains('/')",message="subresources are not allowed in resources; name the top-level resource"
 	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([*]|[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/.*)?)$')",message="a resource is '*' or a plural lower-case resource name such as configmaps"
+	// +optional
 	Resources []string `json:"resources"`
 }
 
 // TargetReference names a GitTarget in the referrer's namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.name)",message="name is required: the name of a GitTarget in this namespace",fieldPath=".name"
 type TargetReference struct {
 	// Name of the GitTarget.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be a Kubernetes object name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +optional
 	Name string `json:"name"`
 }
 
 // NamespacedTargetReference names a GitTarget in a given namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.name)",message="name is required: the name of the GitTarget",fieldPath=".name"
+// +kubebuilder:validation:XValidation:rule="has(self.namespace)",message="namespace is required: the namespace of the GitTarget",fieldPath=".namespace"
 type NamespacedTargetReference struct {
 	// Name of the GitTarget.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be a Kubernetes object name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +optional
 	Name string `json:"name"`
 
 	// Namespace of the GitTarget.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit"
+	// +optional
 	Namespace string `json:"namespace"`
 }
 

@@ -4,19 +4,24 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // WatchRuleSpec selects namespaced resources and routes them to a GitTarget
 // in the rule's namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.targetRef)",message="targetRef is required: it names the GitTarget, in this namespace, that receives the objects",fieldPath=".targetRef"
+// +kubebuilder:validation:XValidation:rule="has(self.rules)",message="rules is required: at least one rule naming the resources to mirror",fieldPath=".rules"
 type WatchRuleSpec struct {
 	// TargetRef names the GitTarget, in this namespace, that receives the
 	// matching objects.
+	// +optional
 	TargetRef TargetReference `json:"targetRef"`
 
 	// Rules are OR-ed: an object matching any rule is mirrored.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
+	// +optional
 	Rules []NamespacedResourceRule `json:"rules"`
 }
 
 // NamespacedResourceRule selects namespaced resources in one source
 // namespace choice.
+// +kubebuilder:validation:XValidation:rule="has(self.resources)",message="resources is required: the plural resource names to mirror, or '*'",fieldPath=".resources"
 type NamespacedResourceRule struct {
 	ResourceSelector `json:",inline"`
 
