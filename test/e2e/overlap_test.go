@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -11,17 +12,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/operator"
 )
 
 // TestTwoTeamsOnOneRepositoryCannotShareAPath: two namespaces, each with
 // its own GitProvider for the same repository (spelled with and without
 // .git), and GitTargets on the same branch whose paths nest. The older
 // target keeps the path and mirrors; the younger says PathOverlap naming
-// it and writes nothing. Deleting the older one hands the path over.
+// it and writes nothing. Deleting the older one hands the path over at once
+// (the deletion is watched; there is no periodic resync in this test).
 func TestTwoTeamsOnOneRepositoryCannotShareAPath(t *testing.T) {
 	older := newMirror(t, "team-older", "configmaps")
 	apply(t, configMap(older.ns, "kept", map[string]string{"k": "v"}))
-	startOperator(t)
+	// No periodic resync: only the watches can hand the path over.
+	startOperatorWith(t, func(o *operator.Options) { o.TargetResync = time.Hour })
 	eventually(t, "the older target's ConfigMap in Git", func() bool {
 		return gitFile(t, older.repo, older.path+"/team-older/configmaps/kept.yaml") != ""
 	})
