@@ -72,3 +72,50 @@ func TestTwoTeamsOnOneRepositoryCannotShareAPath(t *testing.T) {
 	})
 	waitReady(t, younger, "wide")
 }
+
+// TestAnOlderTargetWhoseProviderAppearsTakesItsPathBack: an older target
+// without a GitProvider writes nothing and holds nothing, so a younger one
+// in another namespace mirrors the path meanwhile. Once the older one's
+// GitProvider (for the same repository) exists, the older target keeps
+// the path and the younger is refused at once: the GitProvider is watched
+// for every target of its repository.
+func TestAnOlderTargetWhoseProviderAppearsTakesItsPathBack(t *testing.T) {
+	const repo, older, younger = "reclaim", "reclaim-a", "reclaim-b"
+	_, err := env.git.CreateBareRepo(repo)
+	require.NoError(t, err)
+	credentials := func(ns string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-credentials"},
+			StringData: map[string]string{"username": gitUser, "password": gitPassword}}
+	}
+	target := func(ns, path string) *v1alpha3.GitTarget {
+		return &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: path}}
+	}
+	// The older target is created first and its namespace sorts first, so
+	// it is older even when both are created within one second.
+	apply(t,
+		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: older}}, credentials(older), target(older, "clusters/a"),
+		watchRule(older, "rule", "mirror", "configmaps"), configMap(older, "mine", map[string]string{"k": "v"}),
+	)
+	apply(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: younger}}, credentials(younger),
+		gitProvider(younger, "repo", strings.TrimSuffix(env.git.HTTPURL(repo), ".git")), target(younger, "clusters"),
+		watchRule(younger, "rule", "mirror", "configmaps"), configMap(younger, "theirs", map[string]string{"k": "v"}),
+	)
+	startOperatorWith(t, func(o *operator.Options) { o.TargetResync = time.Hour })
+	eventually(t, "the younger target mirrors while the older has no GitProvider", func() bool {
+		return gitFile(t, repo, "clusters/"+younger+"/configmaps/theirs.yaml") != ""
+	})
+
+	apply(t, gitProvider(older, "repo", env.git.HTTPURL(repo)))
+	eventually(t, "the younger target refused, naming the older", func() bool {
+		c := targetCondition(t, younger, "mirror", v1alpha3.ConditionValidated)
+		return c != nil && c.Reason == v1alpha3.ReasonPathOverlap && strings.Contains(c.Message, older+"/mirror")
+	})
+	eventually(t, "the older target mirrors its path", func() bool {
+		return gitFile(t, repo, "clusters/a/"+older+"/configmaps/mine.yaml") != ""
+	})
+	waitReady(t, older, "mirror")
+}
