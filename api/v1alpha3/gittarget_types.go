@@ -39,7 +39,8 @@ type GitTargetSpec struct {
 
 	// Path of the subtree this target owns, relative to the repository root.
 	// "." is the root and must be chosen explicitly. Segments may not start
-	// with '.', so a path can never reach .git or escape the repository.
+	// with '.', so a path can never reach .git or escape the repository,
+	// nor be longer than 255 characters, so every checkout can create it.
 	// Required.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
@@ -47,6 +48,7 @@ type GitTargetSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._@+/-]+$')",message="path may use only letters, digits, '.', '_', '@', '+', '-' and '/'"
 	// +kubebuilder:validation:XValidation:rule="self == '.' || !(self.startsWith('/') || self.endsWith('/') || self.contains('//'))",message="path is relative to the repository root: no leading or trailing '/' and no empty segment"
 	// +kubebuilder:validation:XValidation:rule="self == '.' || !self.split('/').exists(s, s.startsWith('.'))",message="no path segment may start with '.': '..' would leave the repository and .git is Git's own; the repository root is '.' alone"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s.size() > 255)",message="no path segment may be longer than 255 characters, the most a file system allows in one file or directory name"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="path is immutable"
 	Path string `json:"path"`
 

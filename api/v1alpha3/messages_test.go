@@ -3,6 +3,7 @@ package v1alpha3_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,6 +28,9 @@ spec: {providerRef: {name: p}, branch: main}`},
 	{"GitTarget without branch", "spec.branch", "branch is required", `
 kind: GitTarget
 spec: {providerRef: {name: p}, path: clusters}`},
+	{"GitTarget path with a segment over 255 characters", "spec.path", "no path segment may be longer than 255 characters", `
+kind: GitTarget
+spec: {providerRef: {name: p}, branch: main, path: clusters/` + strings.Repeat("a", 256) + `}`},
 	{"GitTarget path with a space", "spec.path", "path may use only letters, digits", `
 kind: GitTarget
 spec: {providerRef: {name: p}, branch: main, path: my clusters}`},
