@@ -57,5 +57,6 @@ func (f flags) options() (operator.Options, error) {
 		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, LeaderElect: f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS, OperatorNamespace: f.operatorNamespace,
 		BufferMax: int(q.Value()), AdditionalSensitive: sensitive, TargetResync: f.targetResync,
+		RecoverPanic: true,
 	}, nil
 }

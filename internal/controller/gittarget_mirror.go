@@ -187,12 +187,12 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 		run.requeue = retryShort
 	}
 	switch {
+	case st.LastError == nil:
+		run.conds.setBool(v1alpha3.ConditionGitPathAccepted, true, v1alpha3.ReasonSucceeded, "the Git path is safe to write")
 	case st.Unsupported:
 		run.conds.block(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonUnsupportedContent, st.LastError.Error())
-	case st.LastError != nil:
-		run.conds.wait(v1alpha3.ConditionGitPathAccepted, commitFailureReason(st.LastError), st.LastError.Error())
 	default:
-		run.conds.setBool(v1alpha3.ConditionGitPathAccepted, true, v1alpha3.ReasonSucceeded, "the Git path is safe to write")
+		run.conds.wait(v1alpha3.ConditionGitPathAccepted, commitFailureReason(st.LastError), st.LastError.Error())
 	}
 	if c := st.LastCommit; c != nil {
 		run.target.Status.LastCommit = &v1alpha3.CommitReference{SHA: c.Commit, URL: c.URL, Time: &metav1.Time{Time: c.Time}}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -41,13 +42,15 @@ type TargetSpec struct {
 }
 
 type targetEntry struct {
-	spec        TargetSpec
-	mirror      *mirror.Target
-	worker      *branch.Worker
-	source      *Source
-	lastCommit  *branch.CommitInfo
-	lastError   error
-	unsupported bool
+	spec       TargetSpec
+	mirror     *mirror.Target
+	worker     *branch.Worker
+	source     *Source
+	lastCommit *branch.CommitInfo
+	// lastError is the last commit failure since the last commit; whether
+	// the path holds unsupported content is read from it, so the two can
+	// never disagree.
+	lastError error
 	// refused counts objects not written, by reason, since the last apply.
 	refused map[string]int
 }
@@ -154,7 +157,8 @@ func (e *Engine) Status(key branch.TargetKey) (TargetStatus, bool) {
 		e.mu.Unlock()
 		return TargetStatus{}, false
 	}
-	st := TargetStatus{LastCommit: entry.lastCommit, LastError: entry.lastError, Unsupported: entry.unsupported,
+	var unsupported *manifest.UnsupportedContentError
+	st := TargetStatus{LastCommit: entry.lastCommit, LastError: entry.lastError, Unsupported: errors.As(entry.lastError, &unsupported),
 		Refused: map[string]int{}}
 	for k, v := range entry.refused {
 		st.Refused[k] = v

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
@@ -115,8 +114,6 @@ func (e *Engine) failed(target branch.TargetKey, err error) {
 	e.mu.Lock()
 	if t := e.targets[target]; t != nil {
 		t.lastError = err
-		var unsupported *manifest.UnsupportedContentError
-		t.unsupported = errors.As(err, &unsupported)
 	}
 	e.mu.Unlock()
 	e.notify(target)

@@ -50,6 +50,10 @@ type Options struct {
 	// SkipNameValidation lets one process start the operator more than once
 	// (tests that restart it).
 	SkipNameValidation bool
+	// RecoverPanic turns a panicking reconcile into a logged error, as a
+	// running operator should. It is off unless set, so a panic in a test
+	// that starts the operator crashes the test binary and fails the run.
+	RecoverPanic bool
 }
 
 // Run starts the operator and blocks until ctx ends. It first checks that
@@ -78,7 +82,7 @@ func Run(ctx context.Context, o Options) error {
 		// the next one wait for it to expire; the engine has committed what
 		// it held by then.
 		LeaderElectionReleaseOnCancel: true,
-		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation},
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation, RecoverPanic: &o.RecoverPanic},
 		// The informers keep metadata of every Secret and ConfigMap (to notice
 		// a credential fix); managed fields are most of that and never read.
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
