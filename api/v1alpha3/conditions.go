@@ -25,6 +25,9 @@ const (
 	// ConditionGitPathAccepted (GitTarget) says the Git path is safe for the
 	// operator to materialize into.
 	ConditionGitPathAccepted = "GitPathAccepted"
+	// ConditionObjectsWritten (GitTarget) says every object the rules select
+	// is written; False names the refused objects and why.
+	ConditionObjectsWritten = "ObjectsWritten"
 	// ConditionClusterProviderReady (GitTarget) projects the referenced
 	// ClusterProvider's readiness.
 	ConditionClusterProviderReady = "ClusterProviderReady"
@@ -114,6 +117,37 @@ const (
 	// ReasonEncryptionKeyInvalid: a recipient in spec.encryption.age or an
 	// *.agekey entry of the key Secret is not an age key.
 	ReasonEncryptionKeyInvalid = "EncryptionKeyInvalid"
+)
+
+// Refusal reasons (GitTarget ObjectsWritten): why an object the rules
+// select is not written. EncryptionRequired is one too.
+const (
+	// ReasonAuxiliaryPath: the object's file would be a file the operator
+	// keeps out of its hands (kustomization.yaml, README.md), e.g. a
+	// ConfigMap named "kustomization".
+	ReasonAuxiliaryPath = "AuxiliaryPath"
+	// ReasonInvalidPlacement: spec.placement renders a path the operator will
+	// not write for the object.
+	ReasonInvalidPlacement = "InvalidPlacement"
+	// ReasonSensitiveShared: a sensitive object would share a file in Git
+	// with another document.
+	ReasonSensitiveShared = "SensitiveShared"
+	// ReasonPlaintextBesideEncrypted: a plaintext object would share a file
+	// in Git with an encrypted document.
+	ReasonPlaintextBesideEncrypted = "PlaintextBesideEncrypted"
+	// ReasonIncompleteIdentity: the object lacks what its path needs.
+	ReasonIncompleteIdentity = "IncompleteIdentity"
+	// ReasonInvalidDocument: the object's rendered YAML is not one
+	// Kubernetes document naming the object.
+	ReasonInvalidDocument = "InvalidDocument"
+	// ReasonNotEncrypted: a sensitive object reached the planner without
+	// encryption and was not written in plaintext.
+	ReasonNotEncrypted = "NotEncrypted"
+	// ReasonMarshalFailed: the object cannot be rendered as YAML.
+	ReasonMarshalFailed = "MarshalFailed"
+	// ReasonObjectsRefused: objects are refused for more than one reason;
+	// the message and status.refused list them.
+	ReasonObjectsRefused = "ObjectsRefused"
 )
 
 // Rule reasons (WatchRule, ClusterWatchRule).

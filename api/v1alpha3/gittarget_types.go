@@ -192,6 +192,38 @@ type GitTargetStatus struct {
 	// LastCommit is the last commit the operator made for this target.
 	// +optional
 	LastCommit *CommitReference `json:"lastCommit,omitempty"`
+
+	// Refused summarises the objects the rules select that the operator
+	// does not write (a Secret without encryption, a ConfigMap whose file
+	// name is reserved, ...); the ObjectsWritten condition says why.
+	// +optional
+	Refused *RefusedSummary `json:"refused,omitempty"`
+}
+
+// RefusedSummary is a bounded summary of the refused objects: their count
+// and the first few, sorted by reason, then object.
+type RefusedSummary struct {
+	// Count of objects not written.
+	Count int32 `json:"count"`
+	// Objects are the first refused objects (at most 10).
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Objects []RefusedObject `json:"objects,omitempty"`
+}
+
+// RefusedObject names one object that is not written, and why.
+type RefusedObject struct {
+	// APIVersion of the object.
+	APIVersion string `json:"apiVersion"`
+	// Kind of the object.
+	Kind string `json:"kind"`
+	// Namespace of the object; empty for a cluster-scoped one.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	Name string `json:"name"`
+	// Reason it is not written; docs/troubleshooting.md explains each.
+	Reason string `json:"reason"`
 }
 
 // StreamsSummary is a bounded count of a target's watches, not a per-type

@@ -179,8 +179,8 @@ func (w *Worker) reportRefusals(win *window, plan *windowPlan) {
 		w.cfg.Observer.Refused(w.cfg.Key, string(r.Reason))
 		w.cfg.Log.Info("not writing an object", "target", win.target.String(), "object", r.ID.String(), "reason", string(r.Reason), "detail", r.Detail)
 	}
-	if len(plan.refusals) > 0 && w.cfg.OnRefused != nil {
-		w.cfg.OnRefused(win.target, plan.refusals)
+	if w.cfg.OnPlanned != nil {
+		w.cfg.OnPlanned(win.target, win.order, plan.refusals)
 	}
 }
 

@@ -46,9 +46,10 @@ type Config struct {
 	OnCommit func(CommitInfo)
 	// OnError is told when a target's writes could not be committed.
 	OnError func(TargetKey, error)
-	// OnRefused is told about objects the planner would not write safely;
-	// the rest of their window is committed.
-	OnRefused func(TargetKey, []manifest.Refusal)
+	// OnPlanned is told, for each planned window, which objects it carried
+	// and which of those the planner would not write safely; the rest of
+	// the window is committed.
+	OnPlanned func(target TargetKey, carried []manifest.ObjectID, refusals []manifest.Refusal)
 }
 
 func (c *Config) defaults() {

@@ -231,7 +231,7 @@ func TestAFailedCommitKeepsItsWritesAndRetries(t *testing.T) {
 func TestAnUnencryptedSensitiveWriteIsRefusedAndNothingIsCommitted(t *testing.T) {
 	var refused []manifest.Refusal
 	w := newWorker(t, "sensitive", nil, func(c *branch.Config) {
-		c.OnRefused = func(_ branch.TargetKey, r []manifest.Refusal) { refused = r }
+		c.OnPlanned = func(_ branch.TargetKey, _ []manifest.ObjectID, r []manifest.Refusal) { refused = r }
 	})
 	secret := branch.Write{
 		ID:        manifest.ObjectID{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: "team", Name: "db"},

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,6 +40,9 @@ type GitTargetReconciler struct {
 	// Pacers, when set, share GitHub's secondary-limit pacing between the
 	// workers (one per branch) of one App installation or token.
 	Pacers *forgeconn.Pacers
+	// Events, when set, records a Warning Event for each object the operator
+	// refuses to write.
+	Events events.EventRecorder
 	// ResyncInterval re-checks a healthy target (rules resolved against a
 	// changed API surface, provider readiness).
 	ResyncInterval time.Duration

@@ -160,7 +160,8 @@ func (r *GitTargetReconciler) mirror(_ context.Context, run *targetRun) error {
 // reportRuntime sets StreamsRunning (True; False/SourceForbidden: Stalled
 // until the operator is granted list and watch; False/InitialReplay or
 // SourceUnreachable while replaying or reconnecting: Reconciling) and
-// GitPathAccepted (False/UnsupportedContent: Stalled), and the last commit.
+// GitPathAccepted (False/UnsupportedContent: Stalled), ObjectsWritten
+// (reportRefusals), and the last commit.
 func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) error {
 	st, ok := r.Engine.Status(keyOf(run.target))
 	if !ok {
@@ -197,6 +198,7 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 	if c := st.LastCommit; c != nil {
 		run.target.Status.LastCommit = &v1alpha3.CommitReference{SHA: c.Commit, URL: c.URL, Time: &metav1.Time{Time: c.Time}}
 	}
+	r.reportRefusals(run, st.Refused)
 	return nil
 }
 

@@ -47,7 +47,7 @@ func (c *targetConditions) wait(typ, reason, msg string) {
 func targetReadyConditions() []string {
 	return []string{
 		v1alpha3.ConditionValidated, v1alpha3.ConditionClusterProviderReady, v1alpha3.ConditionSourceClusterReachable,
-		v1alpha3.ConditionGitPathAccepted, v1alpha3.ConditionStreamsRunning,
+		v1alpha3.ConditionGitPathAccepted, v1alpha3.ConditionObjectsWritten, v1alpha3.ConditionStreamsRunning,
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,8 +50,8 @@ type targetEntry struct {
 	// the path holds unsupported content is read from it, so the two can
 	// never disagree.
 	lastError error
-	// refused counts objects not written, by reason, since the last apply.
-	refused map[string]int
+	// refused are the objects not written now.
+	refused refusalSet
 }
 
 // TargetStatus is the runtime half of a GitTarget's status.
@@ -63,8 +62,9 @@ type TargetStatus struct {
 	LastError error
 	// Unsupported: the path holds content the operator will not manage.
 	Unsupported bool
-	// Refused counts objects not written, by reason.
-	Refused map[string]int
+	// Refused lists the objects not written now, sorted by reason, then
+	// object.
+	Refused []Refusal
 }
 
 // ApplyTarget makes the engine mirror spec: the worker runs, knows the
@@ -96,7 +96,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		if entry != nil {
 			old = entry.mirror
 		}
-		entry = &targetEntry{spec: spec, worker: worker, source: src, refused: map[string]int{}}
+		entry = &targetEntry{spec: spec, worker: worker, source: src, refused: refusalSet{}}
 		entry.mirror = mirror.NewTarget(runCtx, mirror.TargetOptions{
 			Key: spec.Key, Client: src.Dynamic, Sink: worker, Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
 			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()),
@@ -104,6 +104,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		e.targets[spec.Key] = entry
 	}
 	entry.spec = spec
+	entry.refused.retain(spec.Claims)
 	e.mu.Unlock()
 	if old != nil {
 		old.Stop()
@@ -159,24 +160,38 @@ func (e *Engine) Status(key branch.TargetKey) (TargetStatus, bool) {
 	}
 	var unsupported *manifest.UnsupportedContentError
 	st := TargetStatus{LastCommit: entry.lastCommit, LastError: entry.lastError, Unsupported: errors.As(entry.lastError, &unsupported),
-		Refused: map[string]int{}}
-	for k, v := range entry.refused {
-		st.Refused[k] = v
-	}
+		Refused: entry.refused.list()}
 	m := entry.mirror
 	e.mu.Unlock()
 	st.Streams = m.Summary()
 	return st, true
 }
 
-// RefusedReasons lists the reasons with a count, sorted, for messages.
-func (s TargetStatus) RefusedReasons() []string {
-	var out []string
-	for r := range s.Refused {
-		out = append(out, r)
+// UnannouncedRefusals returns the target's refusals that have not been
+// announced yet (the GitTarget controller emits an Event for each) and
+// marks them announced.
+func (e *Engine) UnannouncedRefusals(key branch.TargetKey) []Refusal {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if entry := e.targets[key]; entry != nil {
+		return entry.refused.unannounced()
 	}
-	sort.Strings(out)
-	return out
+	return nil
+}
+
+// updateRefusals changes a target's refusals under the lock and refreshes
+// its status when they changed.
+func (e *Engine) updateRefusals(t branch.TargetKey, change func(refusalSet) bool) bool {
+	e.mu.Lock()
+	changed := false
+	if entry := e.targets[t]; entry != nil {
+		changed = change(entry.refused)
+	}
+	e.mu.Unlock()
+	if changed {
+		e.notify(t)
+	}
+	return changed
 }
 
 // targetObserver records refusals per target for status and forwards
@@ -186,27 +201,25 @@ type targetObserver struct {
 	metrics Metrics
 }
 
-func (o *targetObserver) Forwarded(t branch.TargetKey, kind string) {
+func (o *targetObserver) Forwarded(t branch.TargetKey, kind string, id manifest.ObjectID) {
 	if o.metrics != nil {
-		o.metrics.Forwarded(t, kind)
+		o.metrics.Forwarded(t, kind, id)
 	}
+	o.engine.updateRefusals(t, func(s refusalSet) bool { return s.forwarded(id, kind == "delete") })
 }
 
 func (o *targetObserver) ObjectRefused(t branch.TargetKey, reason string, id manifest.ObjectID) {
-	o.engine.mu.Lock()
-	entry := o.engine.targets[t]
-	first := false
-	if entry != nil {
-		first = entry.refused[reason] == 0
-		entry.refused[reason]++
-	}
-	o.engine.mu.Unlock()
 	if o.metrics != nil {
 		o.metrics.ObjectRefused(t, reason, id)
 	}
-	if first {
-		o.engine.notify(t)
+	if o.engine.updateRefusals(t, func(s refusalSet) bool { return s.refuse(Refusal{Object: id, Reason: reason}, false) }) {
+		o.engine.opts.Log.Info("not writing an object", "gittarget", t.String(), "object", id.String(), "reason", reason)
 	}
+}
+
+// ReplayEnded forgets the refusals of objects a replay no longer reports.
+func (o *targetObserver) ReplayEnded(t branch.TargetKey, scope manifest.SweepScope, reported []watch.ObjectKey) {
+	o.engine.updateRefusals(t, func(s refusalSet) bool { return s.replayed(scope, reported) })
 }
 
 // Replayed refreshes the target's status at once: a replay that changed

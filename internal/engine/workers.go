@@ -55,7 +55,7 @@ func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSe
 	}
 	cfg.OnCommit = e.committed
 	cfg.OnError = e.failed
-	cfg.OnRefused = e.refusedByPlanner
+	cfg.OnPlanned = e.planned
 	w := branch.New(cfg)
 	ctx, cancel := context.WithCancel(runCtx)
 	entry := &workerEntry{worker: w, fingerprint: s.Fingerprint, cancel: cancel, done: make(chan struct{})}
@@ -97,17 +97,17 @@ func (e *Engine) committed(info branch.CommitInfo) {
 	e.notify(info.Target)
 }
 
-// refusedByPlanner counts objects the planner would not write safely; the
-// rest of their commit went ahead, so this is not a commit failure.
-func (e *Engine) refusedByPlanner(target branch.TargetKey, refusals []manifest.Refusal) {
-	e.mu.Lock()
-	if t := e.targets[target]; t != nil {
+// planned records the objects the planner would not write safely, and
+// forgets earlier refusals of the objects it now plans; the rest of the
+// commit goes ahead, so a refusal is not a commit failure.
+func (e *Engine) planned(target branch.TargetKey, carried []manifest.ObjectID, refusals []manifest.Refusal) {
+	e.updateRefusals(target, func(s refusalSet) bool {
+		changed := s.planned(carried)
 		for _, r := range refusals {
-			t.refused[string(r.Reason)]++
+			changed = s.refuse(Refusal{Object: r.ID, Reason: string(r.Reason), Detail: r.Detail}, true) || changed
 		}
-	}
-	e.mu.Unlock()
-	e.notify(target)
+		return changed
+	})
 }
 
 func (e *Engine) failed(target branch.TargetKey, err error) {

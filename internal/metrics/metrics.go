@@ -116,7 +116,7 @@ func (m *Metrics) Conflict(k branch.Key) { m.conflicts.WithLabelValues(workerVal
 func (m *Metrics) Refused(_ branch.Key, reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
 // Forwarded implements mirror.Observer.
-func (m *Metrics) Forwarded(t branch.TargetKey, kind string) {
+func (m *Metrics) Forwarded(t branch.TargetKey, kind string, _ manifest.ObjectID) {
 	m.forwarded.WithLabelValues(t.Namespace, t.Name, kind).Inc()
 }
 
@@ -127,6 +127,9 @@ func (m *Metrics) ObjectRefused(_ branch.TargetKey, reason string, _ manifest.Ob
 
 // Replayed implements mirror.Observer.
 func (m *Metrics) Replayed(branch.TargetKey) {}
+
+// ReplayEnded implements mirror.Observer.
+func (m *Metrics) ReplayEnded(branch.TargetKey, manifest.SweepScope, []watch.ObjectKey) {}
 
 // StreamForbidden implements mirror.Observer; the GitTarget's status names
 // the refused stream.

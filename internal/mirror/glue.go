@@ -45,10 +45,10 @@ func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
 			return nil
 		}
 		id := g.objectID(ev.Object)
-		g.target.observer.Forwarded(g.target.Key, "delete")
+		g.target.observer.Forwarded(g.target.Key, "delete", id)
 		return g.target.sink.Write(ctx, g.target.Key, branch.Author{}, branch.Write{ID: id, Sensitive: g.claim.Sensitive, Received: ev.Received})
 	case watch.Synced:
-		return g.synced(ctx)
+		return g.synced(ctx, ev.Present)
 	}
 	return nil
 }
@@ -66,27 +66,26 @@ func (g *streamGlue) upsert(ctx context.Context, ev watch.Event) error {
 	}
 	content, err := sanitize.Marshal(sanitize.Sanitize(obj))
 	if err != nil {
-		g.target.refuse("MarshalFailed", id)
+		g.target.refuse(v1alpha3.ReasonMarshalFailed, id)
 		g.target.log.Error(err, "cannot render an object as YAML; it is not written", "object", id.String())
 		return nil
 	}
 	if ev.Replay {
 		g.present = append(g.present, id)
 	}
-	g.target.observer.Forwarded(g.target.Key, "upsert")
+	g.target.observer.Forwarded(g.target.Key, "upsert", id)
 	return g.target.sink.Write(ctx, g.target.Key, branch.Author{}, branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received})
 }
 
 // synced hands the replay's sweep to the worker. A sensitive type that
 // cannot be written is not swept either: Git keeps what it has rather than
 // losing encrypted files to a configuration gap.
-func (g *streamGlue) synced(ctx context.Context) error {
+func (g *streamGlue) synced(ctx context.Context, reported []watch.ObjectKey) error {
+	scope := manifest.SweepScope{Group: g.claim.GVR.Group, Kind: g.claim.Kind, Namespace: g.claim.Namespace}
+	g.target.observer.ReplayEnded(g.target.Key, scope, reported)
 	var sweep *branch.Sweep
 	if !g.claim.Sensitive || g.target.sensitiveWritable() {
-		sweep = &branch.Sweep{
-			Scope:   manifest.SweepScope{Group: g.claim.GVR.Group, Kind: g.claim.Kind, Namespace: g.claim.Namespace},
-			Present: slices.Clone(g.present),
-		}
+		sweep = &branch.Sweep{Scope: scope, Present: slices.Clone(g.present)}
 	}
 	g.present = g.present[:0]
 	allSynced := g.target.replayDone(g.claim)

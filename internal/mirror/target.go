@@ -20,11 +20,15 @@ import (
 
 // Observer is told what targets do, for metrics and status.
 type Observer interface {
-	// Event: an object event of kind ("upsert", "delete") went to the worker.
-	Forwarded(target branch.TargetKey, kind string)
+	// Forwarded: an object event of kind ("upsert", "delete") went to the
+	// worker.
+	Forwarded(target branch.TargetKey, kind string, object manifest.ObjectID)
 	// Refused: an object was not written, for reason.
 	ObjectRefused(target branch.TargetKey, reason string, object manifest.ObjectID)
 	StreamObserver() watch.Observer
+	// ReplayEnded: one stream's replay reported these objects of scope, and
+	// no others exist.
+	ReplayEnded(target branch.TargetKey, scope manifest.SweepScope, reported []watch.ObjectKey)
 	// Replayed: every stream of the target has finished its replay.
 	Replayed(target branch.TargetKey)
 	// StreamForbidden: the source's RBAC began refusing a stream's list or
@@ -262,8 +266,9 @@ func (t *Target) Summary() Summary {
 
 type nopObserver struct{}
 
-func (nopObserver) Forwarded(branch.TargetKey, string)                        {}
-func (nopObserver) ObjectRefused(branch.TargetKey, string, manifest.ObjectID) {}
-func (nopObserver) StreamObserver() watch.Observer                            { return watch.NopObserver{} }
-func (nopObserver) Replayed(branch.TargetKey)                                 {}
-func (nopObserver) StreamForbidden(branch.TargetKey, watch.Forbidden)         {}
+func (nopObserver) Forwarded(branch.TargetKey, string, manifest.ObjectID)                {}
+func (nopObserver) ReplayEnded(branch.TargetKey, manifest.SweepScope, []watch.ObjectKey) {}
+func (nopObserver) ObjectRefused(branch.TargetKey, string, manifest.ObjectID)            {}
+func (nopObserver) StreamObserver() watch.Observer                                       { return watch.NopObserver{} }
+func (nopObserver) Replayed(branch.TargetKey)                                            {}
+func (nopObserver) StreamForbidden(branch.TargetKey, watch.Forbidden)                    {}

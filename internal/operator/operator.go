@@ -130,7 +130,7 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport}},
 		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Engine: eng, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
-			ForgeTransport: forgeTransport, Pacers: &forgeconn.Pacers{}}},
+			ForgeTransport: forgeTransport, Pacers: &forgeconn.Pacers{}, Events: mgr.GetEventRecorder("gitops-reverser")}},
 		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},

@@ -216,7 +216,10 @@ func TestWithoutAUsableKeyNoSecretIsWrittenAndTheConditionSaysWhy(t *testing.T) 
 	eventually(t, "the ConfigMap in Git", func() bool {
 		return gitFile(t, m.repo, m.path+"/key-missing/configmaps/visible.yaml") != ""
 	})
-	waitReady(t, m.ns, m.target)
+	eventually(t, "Ready=False/EncryptionRequired while the Secret is refused", func() bool {
+		c := targetCondition(t, m.ns, m.target, v1alpha3.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha3.ReasonEncryptionRequired
+	})
 	tree, err := env.git.Git(m.repo, "ls-tree", "-r", "--name-only", "main")
 	require.NoError(t, err)
 	require.NotContains(t, tree, "secrets/", "no Secret is written, in any form")
@@ -230,6 +233,7 @@ func TestWithoutAUsableKeyNoSecretIsWrittenAndTheConditionSaysWhy(t *testing.T) 
 	})
 	doc := sopsDecrypt(t, checkout(t, m.repo), m.path+"/key-missing/secrets/db.sops.yaml", key)
 	require.Equal(t, "never-in-plaintext-value", decodedData(t, doc, "password"))
+	waitReady(t, m.ns, m.target)
 }
 
 // TestAGeneratedKeyEncryptsAnAdditionalSensitiveType: a CRD named by

@@ -4,10 +4,13 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,4 +66,76 @@ func removeExternally(t *testing.T, repo, path string) {
 	git("rm", "--quiet", path)
 	git("commit", "--quiet", "-m", "human removes "+path)
 	git("push", "--quiet", "origin", "main")
+}
+
+// TestEveryRefusedObjectIsVisible: a Secret without encryption and a
+// ConfigMap whose file would be kustomization.yaml are not written; the
+// GitTarget says so (Ready=False, ObjectsWritten names them, status.refused
+// counts them), its WatchRule says the target is not Ready, each has an
+// Event and the refusal metric counts them. Deleting them clears it all.
+func TestEveryRefusedObjectIsVisible(t *testing.T) {
+	m := newMirror(t, "refused", "configmaps", "secrets")
+	apply(t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "db"}, StringData: map[string]string{"password": "refused-plaintext"}},
+		configMap(m.ns, "kustomization", map[string]string{"k": "v"}),
+		configMap(m.ns, "visible", map[string]string{"k": "v"}),
+	)
+	startOperator(t)
+	eventually(t, "the writable ConfigMap in Git", func() bool {
+		return gitFile(t, m.repo, m.path+"/refused/configmaps/visible.yaml") != ""
+	})
+	want := []v1alpha3.RefusedObject{
+		{APIVersion: "v1", Kind: "ConfigMap", Namespace: m.ns, Name: "kustomization", Reason: v1alpha3.ReasonAuxiliaryPath},
+		{APIVersion: "v1", Kind: "Secret", Namespace: m.ns, Name: "db", Reason: v1alpha3.ReasonEncryptionRequired},
+	}
+	eventually(t, "status.refused lists both objects", func() bool {
+		gt := getTarget(t, m)
+		return gt.Status.Refused != nil && gt.Status.Refused.Count == 2 && slices.Equal(gt.Status.Refused.Objects, want)
+	})
+	written := targetCondition(t, m.ns, m.target, v1alpha3.ConditionObjectsWritten)
+	require.Equal(t, metav1.ConditionFalse, written.Status)
+	require.Equal(t, v1alpha3.ReasonObjectsRefused, written.Reason)
+	require.Contains(t, written.Message, "2 selected objects are not written")
+	require.Contains(t, written.Message, "ConfigMap refused/kustomization (AuxiliaryPath")
+	require.Contains(t, written.Message, "Secret refused/db (EncryptionRequired")
+	require.Equal(t, metav1.ConditionFalse, conditionStatus(t, m.ns, m.target, v1alpha3.ConditionReady))
+	require.Equal(t, metav1.ConditionTrue, conditionStatus(t, m.ns, m.target, v1alpha3.ConditionStalled))
+	eventually(t, "the WatchRule says its target is not Ready", func() bool {
+		var wr v1alpha3.WatchRule
+		if err := env.kube.Client().Get(context.Background(), client.ObjectKey{Namespace: m.ns, Name: "rule"}, &wr); err != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(wr.Status.Conditions, v1alpha3.ConditionGitTargetReady)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "not written")
+	})
+	eventually(t, "a Warning Event for each refused object", func() bool {
+		var events corev1.EventList
+		if err := env.kube.Client().List(context.Background(), &events, client.InNamespace(m.ns)); err != nil {
+			return false
+		}
+		seen := map[string]bool{}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "GitTarget" && e.InvolvedObject.Name == m.target && e.Type == corev1.EventTypeWarning {
+				seen[e.Reason] = strings.Contains(e.Message, "not writing")
+			}
+		}
+		return seen[v1alpha3.ReasonAuxiliaryPath] && seen[v1alpha3.ReasonEncryptionRequired]
+	})
+	require.GreaterOrEqual(t, metricSum(t, "gitopsreverser_placement_refusals_total"), 2.0)
+
+	ctx := context.Background()
+	require.NoError(t, env.kube.Client().Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "db"}}))
+	require.NoError(t, env.kube.Client().Delete(ctx, configMap(m.ns, "kustomization", nil)))
+	eventually(t, "nothing refused once the objects are gone", func() bool {
+		return getTarget(t, m).Status.Refused == nil &&
+			conditionStatus(t, m.ns, m.target, v1alpha3.ConditionObjectsWritten) == metav1.ConditionTrue
+	})
+	waitReady(t, m.ns, m.target)
+}
+
+func getTarget(t *testing.T, m mirrorSetup) *v1alpha3.GitTarget {
+	t.Helper()
+	var gt v1alpha3.GitTarget
+	require.NoError(t, env.kube.Client().Get(context.Background(), client.ObjectKey{Namespace: m.ns, Name: m.target}, &gt))
+	return &gt
 }
