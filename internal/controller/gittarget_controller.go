@@ -62,8 +62,12 @@ type targetRun struct {
 // why, and nothing further can succeed until something changes.
 var errStop = errors.New("stop")
 
+// statusConflictRetry is how soon a reconcile whose status patch met a
+// newer object runs again.
+const statusConflictRetry = 100 * time.Millisecond
+
 // Reconcile runs the steps in order; status is patched once, at the end.
-func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
 	var target v1alpha3.GitTarget
 	if err := r.Client.Get(ctx, req.NamespacedName, &target); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -81,8 +85,15 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	defer func() {
 		target.Status.ObservedGeneration = target.Generation
 		run.conds.summarize()
-		if err := patchTargetStatus(ctx, r.Client, base, &target); err != nil {
-			log.FromContext(ctx).Error(err, "patching GitTarget status")
+		if perr := patchTargetStatus(ctx, r.Client, base, &target); perr != nil {
+			if apierrors.IsConflict(perr) {
+				// The cache had not seen this reconcile's previous write yet: a
+				// patch against that stale copy could leave the newer status
+				// standing. Run again on the fresh object.
+				res, err = reconcile.Result{RequeueAfter: statusConflictRetry}, nil
+				return
+			}
+			log.FromContext(ctx).Error(perr, "patching GitTarget status")
 		}
 	}()
 	for _, step := range []func(context.Context, *targetRun) error{

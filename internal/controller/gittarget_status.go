@@ -79,9 +79,13 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// patchTargetStatus writes the status with one merge patch.
+// patchTargetStatus writes the status with one merge patch, computed
+// against the object the reconcile read; the patch carries its
+// resourceVersion, so a read that missed a newer write fails with a
+// conflict instead of silently leaving that write standing (a patch that
+// finds nothing to change against a stale copy sends nothing).
 func patchTargetStatus(ctx context.Context, c ctrl.Client, base, target *v1alpha3.GitTarget) error {
-	if err := c.Status().Patch(ctx, target, ctrl.MergeFrom(base)); err != nil {
+	if err := c.Status().Patch(ctx, target, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching the status of GitTarget %s/%s: %w", target.Namespace, target.Name, err)
 	}
 	return nil

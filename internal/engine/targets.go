@@ -226,6 +226,12 @@ func (o *targetObserver) ReplayEnded(t branch.TargetKey, scope manifest.SweepSco
 // nothing makes no commit, and would otherwise show on the next requeue.
 func (o *targetObserver) Replayed(t branch.TargetKey) { o.engine.notify(t) }
 
+// StreamPhase refreshes the target's status at once: StreamsRunning
+// follows every stream's replay, failure and recovery, not the resync.
+func (o *targetObserver) StreamPhase(t branch.TargetKey, _ watch.Scope, _ watch.Phase) {
+	o.engine.notify(t)
+}
+
 // StreamForbidden refreshes the target's status at once, so the missing
 // grant shows without waiting for the next resync.
 func (o *targetObserver) StreamForbidden(t branch.TargetKey, refusal watch.Forbidden) {

@@ -135,6 +135,9 @@ func (m *Metrics) ReplayEnded(branch.TargetKey, manifest.SweepScope, []watch.Obj
 // the refused stream.
 func (m *Metrics) StreamForbidden(branch.TargetKey, watch.Forbidden) {}
 
+// StreamPhase implements mirror.Observer.
+func (m *Metrics) StreamPhase(branch.TargetKey, watch.Scope, watch.Phase) {}
+
 // StreamObserver implements mirror.Observer.
 func (m *Metrics) StreamObserver() watch.Observer { return streamObserver{m} }
 

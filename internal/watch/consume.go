@@ -80,7 +80,7 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 // synced ends a replay. The phase is Running before the handler hears of
 // it, so a status read prompted by the Synced event sees the stream live.
 func (s *Stream) synced(ctx context.Context, replay *replayState) error {
-	s.phase.Store(int32(PhaseRunning))
+	s.setPhase(PhaseRunning)
 	return s.handle(ctx, Event{Kind: Synced, Scope: s.Scope, Present: replay.present, Received: s.Clock.Now()})
 }
 

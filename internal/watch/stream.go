@@ -107,6 +107,9 @@ type Stream struct {
 	// stream's list or watch with 403 Forbidden (once per refusal spell, not
 	// per retry).
 	OnForbidden func(Forbidden)
+	// OnPhase, when set, is called from the stream's goroutine whenever its
+	// phase changes, so status can follow at once.
+	OnPhase func(Phase)
 
 	phase     atomic.Int32
 	forbidden atomic.Pointer[Forbidden]
@@ -129,6 +132,13 @@ var errReplay = errors.New("replay needed")
 // Phase reports the stream's phase; safe from any goroutine.
 func (s *Stream) Phase() Phase { return Phase(s.phase.Load()) }
 
+// setPhase moves the stream to p and tells OnPhase when that is a change.
+func (s *Stream) setPhase(p Phase) {
+	if Phase(s.phase.Swap(int32(p))) != p && s.OnPhase != nil {
+		s.OnPhase(p)
+	}
+}
+
 // Forbidden reports the refusal that made the last connect fail, nil when
 // the last connect succeeded or failed for another reason; safe from any
 // goroutine. It stays set while a retry is under way, so a status read
@@ -145,7 +155,7 @@ func (s *Stream) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		var err error
 		if resourceVersion == "" {
-			s.phase.Store(int32(PhaseReplaying))
+			s.setPhase(PhaseReplaying)
 			s.Observer.Replay(s.Scope)
 			resourceVersion, err = s.replay(ctx)
 		} else {
@@ -161,7 +171,7 @@ func (s *Stream) Run(ctx context.Context) error {
 			resourceVersion = ""
 			backoff = s.MinBackoff
 		case err != nil:
-			s.phase.Store(int32(PhaseFailing))
+			s.setPhase(PhaseFailing)
 			s.recordFailure(err)
 			s.Log.Info("watch failed; retrying", "scope", s.Scope.String(), "in", backoff.String(), "error", err.Error())
 			if !s.sleep(ctx, backoff) {
@@ -257,7 +267,7 @@ func (s *Stream) follow(ctx context.Context, resourceVersion string, replay *rep
 		return resourceVersion, fmt.Errorf("resuming the watch on %s from %s: %w", s.Scope, resourceVersion, err)
 	}
 	if replay == nil {
-		s.phase.Store(int32(PhaseRunning)) // resumed: live again, without a replay
+		s.setPhase(PhaseRunning) // resumed: live again, without a replay
 	}
 	return s.consume(ctx, w, resourceVersion, replay)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/operator"
 )
 
 // TestStatusRecoversOnceUnsupportedContentIsRemoved: a file that is not a
@@ -138,4 +140,31 @@ func getTarget(t *testing.T, m mirrorSetup) *v1alpha3.GitTarget {
 	var gt v1alpha3.GitTarget
 	require.NoError(t, env.kube.Client().Get(context.Background(), client.ObjectKey{Namespace: m.ns, Name: m.target}, &gt))
 	return &gt
+}
+
+// TestStatusFollowsTheReplayAfterARestart: after a restart the target
+// reports its replay and then Ready, without waiting for a resync: the
+// resync is an hour here, so only the engine's notifications (and a status
+// write that is not lost to a stale cache) can make it Ready.
+func TestStatusFollowsTheReplayAfterARestart(t *testing.T) {
+	m := newMirror(t, "restart-status", "configmaps")
+	for _, name := range []string{"a", "b", "c"} {
+		apply(t, configMap(m.ns, name, map[string]string{"v": "1"}))
+	}
+	hourlyResync := func(o *operator.Options) { o.TargetResync = time.Hour }
+	stop := startOperatorWith(t, hourlyResync)
+	waitReady(t, m.ns, m.target)
+	eventually(t, "the three ConfigMaps in Git", func() bool {
+		return gitFile(t, m.repo, m.path+"/restart-status/configmaps/c.yaml") != ""
+	})
+	stop()
+	before := getTarget(t, m).ResourceVersion
+
+	startOperatorWith(t, hourlyResync)
+	eventually(t, "this run wrote the status, and it is Ready", func() bool {
+		gt := getTarget(t, m)
+		ready := meta.FindStatusCondition(gt.Status.Conditions, v1alpha3.ConditionReady)
+		return gt.ResourceVersion != before && ready != nil && ready.Status == metav1.ConditionTrue &&
+			gt.Status.Streams != nil && gt.Status.Streams.Running == 1
+	})
 }
