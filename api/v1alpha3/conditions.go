@@ -99,6 +99,10 @@ const (
 	ReasonUnsupportedContent = "UnsupportedContent"
 	// ReasonSourceUnreachable: the source API server does not answer.
 	ReasonSourceUnreachable = "SourceUnreachable"
+	// ReasonResourceNotServed: the source stopped serving a type a rule
+	// claims (its CRD was deleted); the message names it. The other types
+	// mirror; the claim is dropped once discovery confirms the removal.
+	ReasonResourceNotServed = "ResourceNotServed"
 	// ReasonInitialReplay: watches are replaying current state.
 	ReasonInitialReplay = "InitialReplay"
 	// ReasonSourceForbidden: the source's RBAC refuses the operator list or

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/engine"
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/internal/mirror"
 	"github.com/configbutler/gitops-reverser/internal/rules"
 	"github.com/configbutler/gitops-reverser/internal/watch"
 )
@@ -174,6 +176,9 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 		// Stalled, since only a grant helps; the streams retry on their
 		// own and the target is refreshed when their replay ends.
 		run.conds.block(v1alpha3.ConditionStreamsRunning, v1alpha3.ReasonSourceForbidden, forbiddenMessage(s.Forbidden))
+	case len(s.NotServed) > 0:
+		run.conds.wait(v1alpha3.ConditionStreamsRunning, v1alpha3.ReasonResourceNotServed, notServedMessage(s))
+		run.requeue = retryShort
 	case s.Failing > 0:
 		run.conds.wait(v1alpha3.ConditionStreamsRunning, v1alpha3.ReasonSourceUnreachable,
 			fmt.Sprintf("%d of %d streams are reconnecting to the source", s.Failing, s.Total))
@@ -200,6 +205,24 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 	}
 	r.reportRefusals(run, st.Refused)
 	return nil
+}
+
+// notServedMessage names each type the source stopped serving; the other
+// streams are unaffected.
+func notServedMessage(s mirror.Summary) string {
+	types := make([]string, 0, len(s.NotServed))
+	for _, scope := range s.NotServed {
+		if !slices.Contains(types, scope.Resource()) {
+			types = append(types, scope.Resource())
+		}
+	}
+	msg := fmt.Sprintf("the source no longer serves %s (its CRD was deleted?); the other %d of %d streams are unaffected. "+
+		"The rules stop claiming it once discovery confirms the removal (after a grace of about two minutes); "+
+		"recreate the CRD, or remove the type from the rules", strings.Join(types, ", "), s.Total-len(s.NotServed), s.Total)
+	if s.Failing > 0 {
+		msg += fmt.Sprintf("; %d other streams are reconnecting to the source", s.Failing)
+	}
+	return msg
 }
 
 // forbiddenMessage names every refused stream and what to grant, and

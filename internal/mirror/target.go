@@ -243,6 +243,9 @@ type Summary struct {
 	Total, Running, Replaying, Failing int
 	// Forbidden lists the streams the source's RBAC refuses, by scope.
 	Forbidden []watch.Forbidden
+	// NotServed lists the streams whose type the source no longer serves
+	// (a deleted CRD), sorted; they are not counted as Failing.
+	NotServed []watch.Scope
 }
 
 // Summary reports the streams by phase, for GitTarget status.
@@ -259,12 +262,15 @@ func (t *Target) Summary() Summary {
 			s.Running++
 		case watch.PhaseFailing:
 			s.Failing++
+		case watch.PhaseNotServed:
+			s.NotServed = append(s.NotServed, r.stream.Scope)
 		default:
 			s.Replaying++
 		}
 	}
 	// Map order would reorder the status message on every read.
 	slices.SortFunc(s.Forbidden, func(a, b watch.Forbidden) int { return strings.Compare(a.Scope.String(), b.Scope.String()) })
+	slices.SortFunc(s.NotServed, func(a, b watch.Scope) int { return strings.Compare(a.String(), b.String()) })
 	return s
 }
 

@@ -91,6 +91,11 @@ const (
 	PhaseReplaying
 	PhaseRunning
 	PhaseFailing
+	// PhaseNotServed: the source answers 404 for the resource, so the type
+	// has left its API surface (its CRD was deleted). The stream keeps
+	// retrying, should it come back, until discovery confirms the removal
+	// and its claim is dropped.
+	PhaseNotServed
 )
 
 // Stream follows one Scope on one source cluster.
@@ -139,6 +144,15 @@ func (s *Stream) setPhase(p Phase) {
 	}
 }
 
+// failurePhase tells a type the source no longer serves from a failure to
+// reach the source.
+func failurePhase(err error) Phase {
+	if apierrors.IsNotFound(err) {
+		return PhaseNotServed
+	}
+	return PhaseFailing
+}
+
 // Forbidden reports the refusal that made the last connect fail, nil when
 // the last connect succeeded or failed for another reason; safe from any
 // goroutine. It stays set while a retry is under way, so a status read
@@ -171,7 +185,7 @@ func (s *Stream) Run(ctx context.Context) error {
 			resourceVersion = ""
 			backoff = s.MinBackoff
 		case err != nil:
-			s.setPhase(PhaseFailing)
+			s.setPhase(failurePhase(err))
 			s.recordFailure(err)
 			s.Log.Info("watch failed; retrying", "scope", s.Scope.String(), "in", backoff.String(), "error", err.Error())
 			if !s.sleep(ctx, backoff) {

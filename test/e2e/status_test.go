@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
@@ -172,3 +173,38 @@ func TestStatusFollowsTheReplayAfterARestart(t *testing.T) {
 	}
 }
 
+// TestADeletedCRDIsReportedAsThatType: deleting the CRD of a mirrored type
+// removes its objects from Git and reports that type as no longer served,
+// not the whole source as unreachable; the other types keep mirroring.
+func TestADeletedCRDIsReportedAsThatType(t *testing.T) {
+	m := newMirror(t, "gone-crd", "configmaps")
+	crd := namespacedCRD("gone.example.com", "sprocket", "Sprocket")
+	applyCRD(t, crd)
+	apply(t, &v1alpha3.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "sprockets"},
+		Spec: v1alpha3.WatchRuleSpec{TargetRef: v1alpha3.TargetReference{Name: m.target},
+			Rules: []v1alpha3.NamespacedResourceRule{{ResourceSelector: v1alpha3.ResourceSelector{
+				APIGroups: []string{"gone.example.com"}, Resources: []string{"sprockets"}}}}}})
+	createCustom(t, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gone.example.com/v1", "kind": "Sprocket",
+		"metadata": map[string]any{"namespace": m.ns, "name": "cog"}, "spec": map[string]any{"teeth": int64(12)},
+	}})
+	startOperator(t)
+	sprocket := m.path + "/gone-crd/gone.example.com/sprockets/cog.yaml"
+	eventually(t, "the Sprocket in Git", func() bool { return gitFile(t, m.repo, sprocket) != "" })
+	waitReady(t, m.ns, m.target)
+
+	require.NoError(t, env.kube.Client().Delete(context.Background(), crd))
+	eventually(t, "the Sprocket's removal in Git", func() bool { return gitFile(t, m.repo, sprocket) == "" })
+	eventually(t, "StreamsRunning=False/ResourceNotServed naming the type", func() bool {
+		c := targetCondition(t, m.ns, m.target, v1alpha3.ConditionStreamsRunning)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha3.ReasonResourceNotServed &&
+			strings.Contains(c.Message, "sprockets.gone.example.com")
+	})
+	require.Equal(t, metav1.ConditionTrue, conditionStatus(t, m.ns, m.target, v1alpha3.ConditionReconciling),
+		"it clears by itself once discovery confirms the removal")
+
+	apply(t, configMap(m.ns, "after", map[string]string{"k": "v"}))
+	eventually(t, "other types keep mirroring", func() bool {
+		return gitFile(t, m.repo, m.path+"/gone-crd/configmaps/after.yaml") != ""
+	})
+}
