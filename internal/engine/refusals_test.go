@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/rules"
 	"github.com/configbutler/gitops-reverser/internal/watch"
@@ -60,4 +61,20 @@ func TestRefusalsAreAnnouncedOnceAndListedByReason(t *testing.T) {
 	s.refuse(Refusal{Object: kustCM, Reason: "AuxiliaryPath", Detail: "reserved"}, true)
 	require.Empty(t, s.unannounced(), "refused again for the same reason: no new announcement")
 	require.Len(t, s.list(), 2)
+}
+
+// TestAnObjectThePlannerRefusesAgainIsNotAnnouncedAgain: each update of a
+// ConfigMap named kustomization is planned and refused again; it must not
+// make a new Event each time.
+func TestAnObjectThePlannerRefusesAgainIsNotAnnouncedAgain(t *testing.T) {
+	e := New(Options{})
+	key := branch.TargetKey{Namespace: "team", Name: "mirror"}
+	e.targets[key] = &targetEntry{refused: refusalSet{}}
+	refusal := []manifest.Refusal{{ID: kustCM, Reason: manifest.RefusalAuxiliaryPath}}
+	e.planned(key, []manifest.ObjectID{kustCM}, refusal)
+	require.Len(t, e.UnannouncedRefusals(key), 1)
+	e.planned(key, []manifest.ObjectID{kustCM}, refusal)
+	require.Empty(t, e.UnannouncedRefusals(key), "refused again: the same refusal")
+	e.planned(key, []manifest.ObjectID{kustCM}, nil)
+	require.Empty(t, e.targets[key].refused.list(), "planned without a refusal: written")
 }

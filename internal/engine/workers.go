@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
@@ -101,8 +102,14 @@ func (e *Engine) committed(info branch.CommitInfo) {
 // forgets earlier refusals of the objects it now plans; the rest of the
 // commit goes ahead, so a refusal is not a commit failure.
 func (e *Engine) planned(target branch.TargetKey, carried []manifest.ObjectID, refusals []manifest.Refusal) {
+	again := make(map[refusalKey]bool, len(refusals))
+	for _, r := range refusals {
+		again[keyOfObject(r.ID)] = true
+	}
+	// An object refused again keeps its entry, so it is not announced anew.
+	lifted := slices.DeleteFunc(slices.Clone(carried), func(id manifest.ObjectID) bool { return again[keyOfObject(id)] })
 	e.updateRefusals(target, func(s refusalSet) bool {
-		changed := s.planned(carried)
+		changed := s.planned(lifted)
 		for _, r := range refusals {
 			changed = s.refuse(Refusal{Object: r.ID, Reason: string(r.Reason), Detail: r.Detail}, true) || changed
 		}
