@@ -4,11 +4,13 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
+	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/watch"
@@ -17,7 +19,16 @@ import (
 const namespace = "gitopsreverser"
 
 // Metrics holds every family. Build it with New and register it once.
+//
+// A family is only scraped once it has a series, so every series whose
+// labels are known is set to zero as early as they are known: the refusal
+// reasons in New, a worker's series when it first reports its queue, a
+// stream's when its first replay starts, a target's when it first forwards
+// or finishes its replay. Dashboards and alerts then see zeros, not gaps.
 type Metrics struct {
+	// workersSeen are the workers whose series exist.
+	workersSeen sync.Map // branch.Key → struct{}
+
 	commits           *prometheus.CounterVec
 	objectsWritten    *prometheus.CounterVec
 	queueDepth        *prometheus.GaugeVec
@@ -37,8 +48,37 @@ type Metrics struct {
 // workerLabels name a branch worker.
 func workerLabels() []string { return []string{"provider_namespace", "provider", "branch"} }
 
-// New builds the families.
+// refusalReasons are every reason an object is refused for
+// (placement_refusals_total{reason}).
+var refusalReasons = []string{
+	v1alpha3.ReasonEncryptionRequired,
+	v1alpha3.ReasonMarshalFailed,
+	string(branch.RefusalEncryptionFailed),
+	string(manifest.RefusalIncompleteIdentity),
+	string(manifest.RefusalInvalidDocument),
+	string(manifest.RefusalNotEncrypted),
+	string(manifest.RefusalSensitiveShared),
+	string(manifest.RefusalPlaintextBesideEncrypted),
+	string(manifest.RefusalAuxiliaryPath),
+	string(manifest.RefusalInvalidPlacement),
+}
+
+// watchEventTypes are the values of watch_events_total{type}.
+var watchEventTypes = []apiwatch.EventType{apiwatch.Added, apiwatch.Modified, apiwatch.Deleted, apiwatch.Bookmark, apiwatch.Error}
+
+// forwardKinds are the values of target_events_total{kind}.
+var forwardKinds = []string{"upsert", "delete"}
+
+// New builds the families, with a zero series for every refusal reason.
 func New() *Metrics {
+	m := newFamilies()
+	for _, reason := range refusalReasons {
+		m.refusals.WithLabelValues(reason)
+	}
+	return m
+}
+
+func newFamilies() *Metrics {
 	return &Metrics{
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "commits_total",
 			Help: "Commits that reached the remote, by author kind (committer, user, serviceaccount, unresolved)."},
@@ -77,8 +117,7 @@ func New() *Metrics {
 
 // Register adds every family to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.commits, m.objectsWritten, m.queueDepth, m.sweepDeletes, m.conflicts,
-		m.commitDuration, m.eventToCommit, m.requestsPerCommit, m.refusals, m.forwarded, m.watchEvents, m.watchReplays, m.watchReconnects, m.watchGone} {
+	for _, c := range m.families() {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -86,11 +125,33 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 	return nil
 }
 
+func (m *Metrics) families() []prometheus.Collector {
+	return []prometheus.Collector{m.commits, m.objectsWritten, m.queueDepth, m.sweepDeletes, m.conflicts,
+		m.commitDuration, m.eventToCommit, m.requestsPerCommit, m.refusals, m.forwarded, m.watchEvents, m.watchReplays, m.watchReconnects, m.watchGone}
+}
+
 func workerValues(k branch.Key) []string { return []string{k.ProviderNamespace, k.Provider, k.Branch} }
 
-// QueueDepth implements branch.Observer.
+// QueueDepth implements branch.Observer. A worker reports its queue before
+// its first message, so this is where its series start at zero.
 func (m *Metrics) QueueDepth(k branch.Key, depth int) {
+	if _, seen := m.workersSeen.LoadOrStore(k, struct{}{}); !seen {
+		m.zeroWorker(k)
+	}
 	m.queueDepth.WithLabelValues(workerValues(k)...).Set(float64(depth))
+}
+
+// zeroWorker creates the series of worker k. Its commits start as the
+// committer's, the only author kind written today.
+func (m *Metrics) zeroWorker(k branch.Key) {
+	w := workerValues(k)
+	m.commits.WithLabelValues(append(w, string(branch.AuthorCommitter))...)
+	for _, v := range []*prometheus.CounterVec{m.objectsWritten, m.sweepDeletes, m.conflicts} {
+		v.WithLabelValues(w...)
+	}
+	for _, v := range []*prometheus.HistogramVec{m.commitDuration, m.eventToCommit, m.requestsPerCommit} {
+		v.WithLabelValues(w...)
+	}
 }
 
 // Commit implements branch.Observer.
@@ -117,7 +178,16 @@ func (m *Metrics) Refused(_ branch.Key, reason string) { m.refusals.WithLabelVal
 
 // Forwarded implements mirror.Observer.
 func (m *Metrics) Forwarded(t branch.TargetKey, kind string, _ manifest.ObjectID) {
+	m.zeroTarget(t)
 	m.forwarded.WithLabelValues(t.Namespace, t.Name, kind).Inc()
+}
+
+// zeroTarget creates target t's series, so a target that has only
+// upserted also shows zero deletes.
+func (m *Metrics) zeroTarget(t branch.TargetKey) {
+	for _, kind := range forwardKinds {
+		m.forwarded.WithLabelValues(t.Namespace, t.Name, kind)
+	}
 }
 
 // ObjectRefused implements mirror.Observer.
@@ -125,8 +195,9 @@ func (m *Metrics) ObjectRefused(_ branch.TargetKey, reason string, _ manifest.Ob
 	m.refusals.WithLabelValues(reason).Inc()
 }
 
-// Replayed implements mirror.Observer.
-func (m *Metrics) Replayed(branch.TargetKey) {}
+// Replayed implements mirror.Observer: a target whose replay found nothing
+// still has its series.
+func (m *Metrics) Replayed(t branch.TargetKey) { m.zeroTarget(t) }
 
 // ReplayEnded implements mirror.Observer.
 func (m *Metrics) ReplayEnded(branch.TargetKey, manifest.SweepScope, []watch.ObjectKey) {}
@@ -147,8 +218,15 @@ func (s streamObserver) Event(scope watch.Scope, typ apiwatch.EventType) {
 	s.m.watchEvents.WithLabelValues(scope.GVR.Group, scope.GVR.Resource, string(typ)).Inc()
 }
 
+// Replay is a stream's first report, so its series start here.
 func (s streamObserver) Replay(scope watch.Scope) {
-	s.m.watchReplays.WithLabelValues(scope.GVR.Group, scope.GVR.Resource).Inc()
+	group, resource := scope.GVR.Group, scope.GVR.Resource
+	for _, typ := range watchEventTypes {
+		s.m.watchEvents.WithLabelValues(group, resource, string(typ))
+	}
+	s.m.watchReconnects.WithLabelValues(group, resource)
+	s.m.watchGone.WithLabelValues(group, resource)
+	s.m.watchReplays.WithLabelValues(group, resource).Inc()
 }
 
 func (s streamObserver) Reconnect(scope watch.Scope) {
