@@ -33,9 +33,15 @@ verify-generated: generate manifests ## Fail when generated code or manifests ar
 test-binaries: ## Build (once per machine) kube-apiserver, etcd, Gitea and the sops CLI for the tests
 	test/tools/build.sh
 
+# Packages whose code runs goroutines of its own are tested under the race
+# detector; the rest without it (the detector slows a run several times).
+# Each package is tested once: the second run leaves out the race packages.
+RACE_PKGS := ./internal/branch/... ./internal/watch/... ./internal/discovery/... ./internal/engine/... ./forges/...
+
 .PHONY: test
-test: test-binaries vet ## Run every test against the real components
-	$(GO) test ./... -count=1 -timeout 60m
+test: test-binaries vet ## Run every test against the real components (concurrent packages under -race)
+	$(GO) test -race $(RACE_PKGS) -count=1 -timeout 60m
+	$(GO) test $$($(GO) list ./... | grep -vxF -f <($(GO) list $(RACE_PKGS))) -count=1 -timeout 60m
 
 .PHONY: bench
 bench: test-binaries ## Run the benchmarks
