@@ -36,7 +36,7 @@ func TestCommitConflictsWhenBranchMovedAndRetryKeepsTheOtherChange(t *testing.T)
 			put("apps/a.yaml", "a: 3\n"), put("apps/worker.yaml", "by: worker\n")))
 		require.ErrorIs(t, err, forges.ErrConflict)
 		require.Equal(t, external.Commit, serverGit(t, repo, "rev-parse", "main"), "the external commit is still the head")
-		require.Equal(t, "a: 2", serverGit(t, repo, "show", "main:apps/a.yaml"))
+		require.Equal(t, "a: 2\n", serverFile(t, repo, "main", "apps/a.yaml"))
 
 		head, err := worker.Head(ctx, "main")
 		require.NoError(t, err)
@@ -50,9 +50,9 @@ func TestCommitConflictsWhenBranchMovedAndRetryKeepsTheOtherChange(t *testing.T)
 		require.NoError(t, err)
 		require.Equal(t, retried.Commit, serverGit(t, repo, "rev-parse", "main"))
 		require.Equal(t, external.Commit, serverGit(t, repo, "rev-parse", "main^"))
-		require.Equal(t, "by: someone else", serverGit(t, repo, "show", "main:apps/external.yaml"))
-		require.Equal(t, "a: 2", serverGit(t, repo, "show", "main:apps/a.yaml"))
-		require.Equal(t, "by: worker", serverGit(t, repo, "show", "main:apps/worker.yaml"))
+		require.Equal(t, "by: someone else\n", serverFile(t, repo, "main", "apps/external.yaml"))
+		require.Equal(t, "a: 2\n", serverFile(t, repo, "main", "apps/a.yaml"))
+		require.Equal(t, "by: worker\n", serverFile(t, repo, "main", "apps/worker.yaml"))
 	})
 }
 
@@ -97,7 +97,7 @@ func TestCommitConflictsWithACommitPushedByTheGitCLI(t *testing.T) {
 	_, err = worker.Commit(ctx, commitRequest("main", head, "worker", put("a.yaml", "changed\n")))
 	require.ErrorIs(t, err, forges.ErrConflict)
 	require.Equal(t, pushed, serverGit(t, repo, "rev-parse", "main"))
-	require.Equal(t, "a", serverGit(t, repo, "show", "main:a.yaml"))
+	require.Equal(t, "a\n", serverFile(t, repo, "main", "a.yaml"))
 }
 
 func TestCommitConflictsWhenNewBranchAlreadyExists(t *testing.T) {

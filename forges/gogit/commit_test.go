@@ -49,7 +49,7 @@ func TestCommitPutsAndDeletesManyFilesInOneCommit(t *testing.T) {
 		require.ElementsMatch(t, keys(want), filesOnServer(t, repo, "main"))
 		for path, content := range want {
 			if strings.HasPrefix(path, "clusters/prod/ns-1/") || path == "apps/team-0/deploy-21.yaml" {
-				require.Equal(t, strings.TrimSuffix(content, "\n"), serverGit(t, repo, "show", "main:"+path))
+				require.Equal(t, content, serverFile(t, repo, "main", path))
 			}
 		}
 		require.Len(t, result.Blobs, 51)
@@ -251,8 +251,8 @@ func TestCommitAppliesChangesInOrder(t *testing.T) {
 	require.NoError(t, err)
 
 	require.ElementsMatch(t, []string{"a.yaml", "twice.yaml"}, filesOnServer(t, repo, "main"))
-	require.Equal(t, "second", serverGit(t, repo, "show", "main:twice.yaml"))
-	require.Equal(t, "back", serverGit(t, repo, "show", "main:a.yaml"))
+	require.Equal(t, "second\n", serverFile(t, repo, "main", "twice.yaml"))
+	require.Equal(t, "back\n", serverFile(t, repo, "main", "a.yaml"))
 	require.Equal(t, map[string]string{
 		"twice.yaml": serverGit(t, repo, "rev-parse", "main:twice.yaml"),
 		"a.yaml":     serverGit(t, repo, "rev-parse", "main:a.yaml"),

@@ -36,9 +36,8 @@ func (gitFixture) NewRepo(t *testing.T, name string, seed map[string]string) for
 		Forge:            client,
 		WrongCredentials: wrong,
 		File: func(t *testing.T, branch, path string) (string, bool) {
-			// Git trims its output; every file in the contract ends in one newline.
-			out, err := shared.Git(repo, "show", branch+":"+path)
-			return out + "\n", err == nil
+			out, err := shared.ReadFile(repo, branch, path)
+			return out, err == nil
 		},
 		Head: func(t *testing.T, branch string) forgetest.Commit { return headCommit(t, repo, branch) },
 		CommitObject: func(t *testing.T, id string) []byte {

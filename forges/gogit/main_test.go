@@ -150,6 +150,14 @@ func serverGit(t *testing.T, repo string, args ...string) string {
 	return out
 }
 
+// serverFile is the content of path at rev on the server, byte for byte.
+func serverFile(t *testing.T, repo, rev, path string) string {
+	t.Helper()
+	out, err := shared.ReadFile(repo, rev, path)
+	require.NoError(t, err)
+	return out
+}
+
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)

@@ -47,7 +47,9 @@ func TestANewBranchStartsFromTheDefaultBranchAndKeepsItsFiles(t *testing.T) {
 	_, err = git.Git("from-main", "show", "mirror:mirror/team/configmaps/a.yaml")
 	require.Error(t, err, "and not written a second time at its own path")
 	require.Contains(t, gitOut(t, "from-main", "show", "mirror:mirror/team/configmaps/b.yaml"), `v: "1"`)
-	require.Equal(t, "not the target's", gitOut(t, "from-main", "show", "mirror:outside.txt"))
+	out, err := git.ReadFile("from-main", "mirror", "outside.txt")
+	require.NoError(t, err)
+	require.Equal(t, "not the target's\n", out)
 	require.Equal(t, "Change 2 objects in team/mirror: 1 created, 1 updated",
 		gitOut(t, "from-main", "log", "-1", "--format=%s", "mirror"))
 }

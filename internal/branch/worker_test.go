@@ -96,7 +96,7 @@ func flush(t *testing.T, w *branch.Worker) {
 
 func show(t *testing.T, repo, path string) string {
 	t.Helper()
-	out, err := git.Git(repo, "show", "main:"+path)
+	out, err := git.ReadFile(repo, "main", path)
 	require.NoError(t, err)
 	return out
 }

@@ -254,13 +254,25 @@ func writeFiles(dir string, files map[string]string) error {
 }
 
 // Git runs git against bare repository name (git --git-dir=<repo> args...)
-// and returns its trimmed stdout, so tests can assert what was pushed.
+// and returns its stdout with surrounding white space trimmed, for commands
+// whose output is a value (rev-parse, log). Read a file's content with
+// ReadFile, which does not trim.
 func (s *GitServer) Git(name string, args ...string) (string, error) {
 	out, err := s.runGit(nil, append([]string{"--git-dir=" + s.RepoPath(name)}, args...)...)
 	if err != nil {
 		return "", fmt.Errorf("reading repository %q: %w", name, err)
 	}
 	return strings.TrimSpace(out), nil
+}
+
+// ReadFile returns the content of path at rev (a branch, tag or commit) in
+// repository name byte for byte, so a missing or doubled final newline shows.
+func (s *GitServer) ReadFile(name, rev, path string) (string, error) {
+	out, err := s.runGit(nil, "--git-dir="+s.RepoPath(name), "cat-file", "blob", rev+":"+path)
+	if err != nil {
+		return "", fmt.Errorf("reading %s:%s in repository %q: %w", rev, path, name, err)
+	}
+	return out, nil
 }
 
 // runGit runs the server's git with the isolated environment plus extraEnv,

@@ -56,9 +56,9 @@ func TestGitServerPushOverHTTPIsVisibleOverSSHAndBack(t *testing.T) {
 
 	sshCommit := client.commitFile(t, overSSH, "apps/app.yaml", "replicas: 2\n")
 	client.mustRun(t, overSSH, "push", "origin", "main")
-	pushed, err := server.Git("team/config", "show", "refs/heads/main:apps/app.yaml")
+	pushed, err := server.ReadFile("team/config", "refs/heads/main", "apps/app.yaml")
 	require.NoError(t, err)
-	require.Equal(t, "replicas: 2", pushed)
+	require.Equal(t, "replicas: 2\n", pushed)
 
 	client.mustRun(t, overHTTP, "pull", "--ff-only", "origin", "main")
 	require.Equal(t, sshCommit, client.mustRun(t, overHTTP, "rev-parse", "HEAD"))
