@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -54,17 +55,17 @@ type Options struct {
 	// running operator should. It is off unless set, so a panic in a test
 	// that starts the operator crashes the test binary and fails the run.
 	RecoverPanic bool
+	// APIServerBackoff spaces the attempts to reach an API server that does
+	// not answer at start; the zero value is 1s doubling to 30s, jittered.
+	APIServerBackoff wait.Backoff
 }
 
-// Run starts the operator and blocks until ctx ends. It first checks that
-// its identity has the permissions it cannot work without, and fails
+// Run starts the operator and blocks until ctx ends. It first waits for
+// the API server to answer (alive but not ready meanwhile), then checks
+// that its identity has the permissions it cannot work without, and fails
 // naming each missing one.
 func Run(ctx context.Context, o Options) error {
-	permissionWait := o.PermissionWait
-	if permissionWait <= 0 {
-		permissionWait = 30 * time.Second
-	}
-	if err := checkAccess(ctx, o.Config, requiredAccess(o), permissionWait); err != nil {
+	if ready, err := waitUntilStartable(ctx, o); !ready {
 		return err
 	}
 	scheme, err := kubescheme.New()
@@ -118,6 +119,43 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return mgr.Start(ctx)
+}
+
+// waitUntilStartable waits for the API server and checks access while
+// serving the probes itself, so a Pod waiting out an API server outage is
+// alive and not ready. ready is false when the operator must not start: err
+// says why, nil when ctx ended.
+func waitUntilStartable(ctx context.Context, o Options) (ready bool, err error) {
+	probes, err := startStartupProbes(o.ProbeAddr)
+	if err != nil {
+		return false, err
+	}
+	defer probes.stop() // the manager takes the address over
+	backoff := o.APIServerBackoff
+	if backoff.Duration <= 0 {
+		backoff = defaultAPIServerBackoff
+	}
+	if err := waitForAPIServer(ctx, o.Config, backoff, probes, ctrl.Log.WithName("startup")); err != nil {
+		return false, ifNotEnded(ctx, err)
+	}
+	probes.setWaiting("checking the operator's permissions")
+	permissionWait := o.PermissionWait
+	if permissionWait <= 0 {
+		permissionWait = 30 * time.Second
+	}
+	if err := checkAccess(ctx, o.Config, requiredAccess(o), permissionWait); err != nil {
+		return false, ifNotEnded(ctx, err)
+	}
+	return ctx.Err() == nil, nil
+}
+
+// ifNotEnded is err, or nil once ctx has ended: a stop asked for while
+// starting is a clean stop.
+func ifNotEnded(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options) error {

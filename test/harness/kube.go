@@ -44,6 +44,8 @@ type Kube struct {
 	config *rest.Config
 	scheme *runtime.Scheme
 	client client.Client
+	// certDir holds the API server's certificates; removed by Stop.
+	certDir string
 }
 
 // StartKube builds (once per machine) and starts etcd and kube-apiserver on
@@ -73,6 +75,14 @@ func StartKube(opts KubeOptions) (*Kube, error) {
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath}
 	apiServer := env.ControlPlane.GetAPIServer()
 	apiServer.Path = apiserverPath
+	// A directory of our own (envtest's own is wiped on stop) keeps the
+	// serving and client CA certificates across StopAPIServer and
+	// StartAPIServer, so configs made before a restart still work after it.
+	certDir, err := os.MkdirTemp("", "harness-kube-apiserver-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the API server's certificate directory: %w", err)
+	}
+	apiServer.CertDir = certDir
 	configureAPIServerFlags(apiServer.Configure(), opts)
 	if !opts.SkipCRDs {
 		env.CRDDirectoryPaths = opts.CRDDirs
@@ -82,9 +92,10 @@ func StartKube(opts KubeOptions) (*Kube, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("starting etcd + kube-apiserver: %w", err)
 	}
-	k := &Kube{env: env, config: cfg, scheme: scheme}
+	k := &Kube{env: env, config: cfg, scheme: scheme, certDir: certDir}
 	if k.client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		k.Stop()
 		return nil, fmt.Errorf("creating the admin client: %w", err)
@@ -181,6 +192,25 @@ func (k *Kube) Stop() {
 		return
 	}
 	_ = k.env.Stop()
+	_ = os.RemoveAll(k.certDir)
+}
+
+// StopAPIServer stops kube-apiserver and leaves etcd running: clients see
+// connections refused until StartAPIServer.
+func (k *Kube) StopAPIServer() error {
+	if err := k.env.ControlPlane.APIServer.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the
+// same address with the same certificates, and returns once it is healthy.
+func (k *Kube) StartAPIServer() error {
+	if err := k.env.ControlPlane.APIServer.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // RunWithKube is a package's TestMain body: it starts a control plane into

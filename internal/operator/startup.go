@@ -1,0 +1,123 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+// defaultAPIServerBackoff spaces the start-up attempts to reach the API
+// server: 1 s doubling to 30 s, each with up to half again of jitter so a
+// fleet of replicas restarted together does not knock in step.
+var defaultAPIServerBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Steps: 6, Cap: 30 * time.Second}
+
+// apiServerAttemptTimeout bounds one attempt, so an address that drops
+// packets is retried like one that refuses connections.
+const apiServerAttemptTimeout = 10 * time.Second
+
+// startupProbes serves /healthz and /readyz until the manager takes the
+// address over: the process is alive (a liveness probe passes) but not ready
+// (a readiness probe fails, naming what the operator waits for).
+type startupProbes struct {
+	server  *http.Server
+	done    chan struct{}
+	waiting atomic.Pointer[string]
+}
+
+// startStartupProbes listens on addr; "" and "0" serve nothing, as for the
+// manager.
+func startStartupProbes(addr string) (*startupProbes, error) {
+	p := &startupProbes{done: make(chan struct{})}
+	p.setWaiting("starting")
+	if addr == "" || addr == "0" {
+		close(p.done)
+		return p, nil
+	}
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening for health probes on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	alive := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
+	notReady := func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "not ready: "+*p.waiting.Load(), http.StatusServiceUnavailable)
+	}
+	mux.HandleFunc("/healthz", alive)
+	mux.HandleFunc("/healthz/", alive)
+	mux.HandleFunc("/readyz", notReady)
+	mux.HandleFunc("/readyz/", notReady)
+	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		defer close(p.done)
+		_ = p.server.Serve(listener)
+	}()
+	return p, nil
+}
+
+func (p *startupProbes) setWaiting(what string) { p.waiting.Store(&what) }
+
+// stop frees the address for the manager's probe server.
+func (p *startupProbes) stop() {
+	if p.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.server.Shutdown(ctx); err != nil {
+			_ = p.server.Close()
+		}
+	}
+	<-p.done
+}
+
+// waitForAPIServer returns once the API server answers discovery (what the
+// manager's caches and field indexers need first), retrying with backoff
+// while it cannot be reached or answers that it is not serving yet: an API
+// server that is down at start is an outage to wait out, not a reason to
+// exit. Any other answer (401, 403) is left to the steps after it to report.
+// When ctx ends first it returns ctx's error.
+func waitForAPIServer(ctx context.Context, cfg *rest.Config, backoff wait.Backoff, probes *startupProbes, log logr.Logger) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = apiServerAttemptTimeout
+	client, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building a discovery client: %w", err)
+	}
+	for {
+		_, err := client.ServerGroups()
+		if !apiServerUnavailable(err) {
+			return nil
+		}
+		delay := backoff.Step()
+		probes.setWaiting("waiting for the API server at " + cfg.Host + ": " + err.Error())
+		log.Info("the API server does not answer; retrying", "host", cfg.Host, "in", delay.Round(time.Millisecond).String(), "error", err.Error())
+		timer := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// apiServerUnavailable: err says the API server could not be reached, or
+// that it is not serving yet (starting, overloaded).
+func apiServerUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if !errors.As(err, new(apierrors.APIStatus)) {
+		return true // no answer at all: refused, reset, timed out, DNS
+	}
+	return apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
+}
