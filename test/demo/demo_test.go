@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
 // TestDemoSmoke runs `make demo` in smoke mode: the samples reach Git, and
@@ -33,7 +37,7 @@ func TestDemoSmoke(t *testing.T) {
 	require.Contains(t, out.String(), "LOG_LEVEL: info", "the printed file")
 	require.Contains(t, out.String(), "GitOps Reverser Reconcile demo/demo-mirror", "the printed history")
 	require.NoFileExists(t, filepath.Join(dir, "kubeconfig"))
-	require.NoDirExists(t, filepath.Join(dir, "git"))
+	requireRemoteKept(t, dir, out, mirrorPath+"/demo/configmaps/app-config.yaml")
 }
 
 // TestDemoFollowsNewCommitsUntilCancelled is the interactive demo: a
@@ -59,8 +63,38 @@ func TestDemoFollowsNewCommitsUntilCancelled(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done, out.String())
-	require.Contains(t, out.String(), "Stopped; removed the demo data")
 	require.NoFileExists(t, filepath.Join(dir, "kubeconfig"))
+	requireRemoteKept(t, dir, out, mirrorPath+"/demo/configmaps/hello.yaml")
+}
+
+// requireRemoteKept checks that the stopped demo kept its Git remote, said
+// where, and that a clone of it holds file.
+func requireRemoteKept(t *testing.T, dir string, out *syncBuffer, file string) {
+	t.Helper()
+	_, said, found := strings.Cut(out.String(), "==> The Git remote stays at ")
+	require.True(t, found, "the demo says where its Git remote stays:\n%s", out.String())
+	remote, _, _ := strings.Cut(said, ";")
+	require.True(t, strings.HasPrefix(remote, filepath.Join(dir, "git")+string(filepath.Separator)), remote)
+	require.Contains(t, said, "look at it with: git clone "+remote+"\n")
+	clone := filepath.Join(t.TempDir(), "clone")
+	cloneOut, err := exec.Command("git", "clone", "--quiet", remote, clone).CombinedOutput()
+	require.NoError(t, err, string(cloneOut))
+	require.FileExists(t, filepath.Join(clone, filepath.FromSlash(file)))
+}
+
+// TestTheBuildNoteAppearsOnlyWhenABuildIsNeeded: the control plane's start
+// names the long first build only while its binaries are not cached.
+func TestTheBuildNoteAppearsOnlyWhenABuildIsNeeded(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("GITOPS_REVERSER_TOOLS_CACHE", cache)
+	require.Contains(t, controlPlaneStartNote(), "about 25 minutes", "nothing cached")
+
+	for name, version := range map[string]string{"etcd": harness.EtcdVersion, "kube-apiserver": harness.KubeAPIServerVersion} {
+		binary := filepath.Join(cache, name+"-"+version, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(binary), 0o755))
+		require.NoError(t, os.WriteFile(binary, []byte("#!/bin/sh\n"), 0o755))
+	}
+	require.Equal(t, "Starting etcd and kube-apiserver", controlPlaneStartNote(), "both cached")
 }
 
 // waitForOutput waits until the running demo printed text, failing when it

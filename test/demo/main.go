@@ -42,7 +42,7 @@ func main() {
 
 // config is one run of the demo.
 type config struct {
-	Dir   string    // wiped at start; holds kubeconfig, operator.log and git/
+	Dir   string    // wiped at start; holds kubeconfig, operator.log and git/ (kept at the end)
 	Smoke bool      // stop once the samples are in Git
 	Out   io.Writer // progress for the user
 	// MirrorTimeout bounds the wait for the samples to reach Git (default 2m).
@@ -89,12 +89,14 @@ func run(ctx context.Context, c config) (err error) {
 	useOperatorLog(logFile)
 	defer useOperatorLog(io.Discard)
 	defer func() {
-		_ = os.RemoveAll(filepath.Join(c.Dir, "git"))
-		_ = os.Remove(filepath.Join(c.Dir, "kubeconfig"))
-		d.say("Stopped; removed the demo data. The operator log stays at %s", logPath)
+		_ = os.Remove(filepath.Join(c.Dir, "kubeconfig")) // its control plane is gone
+		d.say("Stopped. The operator log stays at %s", logPath)
+		if d.git != nil {
+			d.say("The Git remote stays at %s; look at it with: git clone %s", d.git.RepoPath(repoName), d.git.RepoPath(repoName))
+		}
 	}()
 
-	d.say("Starting etcd and kube-apiserver (the first run on a machine builds them from source: about 25 minutes; later runs take seconds)")
+	d.say("%s", controlPlaneStartNote())
 	if d.kube, err = harness.StartKube(harness.KubeOptions{}); err != nil {
 		return err
 	}
@@ -139,6 +141,15 @@ func run(ctx context.Context, c config) (err error) {
 	return d.followCommits(ctx)
 }
 
+// controlPlaneStartNote announces the control plane's start, with the
+// build time only when its binaries are not cached yet.
+func controlPlaneStartNote() string {
+	if harness.BinaryCached("etcd", harness.EtcdVersion) && harness.BinaryCached("kube-apiserver", harness.KubeAPIServerVersion) {
+		return "Starting etcd and kube-apiserver"
+	}
+	return "Building etcd and kube-apiserver from source (the first run on a machine: about 25 minutes), then starting them"
+}
+
 func (d *demo) startGitServer() error {
 	var err error
 	d.git, err = harness.StartGitServer(filepath.Join(d.Dir, "git"), harness.GitServerOptions{HTTPUsername: gitUser, HTTPPassword: gitPassword})
@@ -147,6 +158,7 @@ func (d *demo) startGitServer() error {
 	}
 	if _, err := d.git.CreateBareRepo(repoName); err != nil {
 		d.git.Stop()
+		d.git = nil
 		return err
 	}
 	d.say("Git remote ready: %s (user %s)", d.git.HTTPURL(repoName), gitUser)

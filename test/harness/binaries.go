@@ -51,7 +51,7 @@ func BinaryPath(name, version string) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(cache, name+"-"+version, name)
-	if isExecutable(path) && (name != "gitea" || isDir(filepath.Join(filepath.Dir(path), "static", "options"))) {
+	if isBuilt(path, name) {
 		return path, nil
 	}
 	buildMu.Lock()
@@ -67,6 +67,18 @@ func BinaryPath(name, version string) (string, error) {
 		return "", fmt.Errorf("%s built but %s is missing", name, path)
 	}
 	return path, nil
+}
+
+// BinaryCached reports whether BinaryPath finds name at version in the cache,
+// so it will not have to build it.
+func BinaryCached(name, version string) bool {
+	cache, err := ToolsCacheDir()
+	return err == nil && isBuilt(filepath.Join(cache, name+"-"+version, name), name)
+}
+
+// isBuilt is a cached binary at path, with the runtime files it needs.
+func isBuilt(path, name string) bool {
+	return isExecutable(path) && (name != "gitea" || isDir(filepath.Join(filepath.Dir(path), "static", "options")))
 }
 
 // RepoRoot is the root of this repository, found from this source file.
