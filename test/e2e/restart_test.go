@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -47,11 +46,24 @@ func TestChangesWhileStoppedAreReconciledInOneCommit(t *testing.T) {
 	subject, err := env.git.Git(m.repo, "log", "-1", "--format=%s")
 	require.NoError(t, err)
 	require.Equal(t, "Reconcile restart/mirror with the cluster: 1 created, 1 updated, 1 deleted", subject)
+	reconcile, err := env.git.Git(m.repo, "rev-parse", "main")
+	require.NoError(t, err)
 	waitReady(t, m.ns, m.target)
 	stop()
 
+	// A restart with nothing changed, then a sentinel change: the first
+	// commit after the reconcile one carries the sentinel and nothing else.
+	// (Whether the sentinel joins the replay's window or follows it, any
+	// change the replay wrongly found would show up before it or beside it.)
+	sentinel := m.path + "/restart/configmaps/sentinel.yaml"
 	startOperator(t)
 	waitReady(t, m.ns, m.target)
-	time.Sleep(2 * time.Second) // a replay that found nothing to change has nothing to show
-	require.Equal(t, before+1, commitCount(t, m.repo), "a restart with nothing changed makes no commit:\n%s", gitLog(t, m.repo))
+	apply(t, configMap(m.ns, "sentinel", map[string]string{"v": "1"}))
+	eventually(t, "the sentinel ConfigMap in Git", func() bool { return gitFile(t, m.repo, sentinel) != "" })
+	parent, err := env.git.Git(m.repo, "rev-parse", "main^")
+	require.NoError(t, err)
+	require.Equal(t, reconcile, parent, "a restart with nothing changed makes no commit:\n%s", gitLog(t, m.repo))
+	changed, err := env.git.Git(m.repo, "show", "--name-only", "--format=", "main")
+	require.NoError(t, err)
+	require.Equal(t, sentinel, changed, "the restart's replay changed nothing:\n%s", gitLog(t, m.repo))
 }
