@@ -86,7 +86,7 @@ func targetConditions(t *testing.T, ns, name string) []metav1.Condition {
 }
 
 func gitFile(repo, path string) string {
-	out, err := env.git.Git(repo, "show", "main:"+path)
+	out, err := env.git.ReadFile(repo, "main", path)
 	if err != nil {
 		return ""
 	}

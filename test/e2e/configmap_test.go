@@ -28,7 +28,8 @@ data:
   LOG_LEVEL: info
   config.yaml: |
     a: 1
-    b: 2`, content, "sanitized: no uid, resourceVersion, managedFields or creationTimestamp")
+    b: 2
+`, content, "sanitized: no uid, resourceVersion, managedFields or creationTimestamp")
 	require.NotEmpty(t, gitFile(t, m.repo, m.path+"/README.md"), "the first write bootstraps a README")
 
 	var cm corev1.ConfigMap

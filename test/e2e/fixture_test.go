@@ -170,7 +170,7 @@ func configMap(ns, name string, data map[string]string) *corev1.ConfigMap {
 // gitFile reads a file at the branch head; "" when it does not exist.
 func gitFile(t *testing.T, repo, path string) string {
 	t.Helper()
-	out, err := env.git.Git(repo, "show", "main:"+path)
+	out, err := env.git.ReadFile(repo, "main", path)
 	if err != nil {
 		return ""
 	}

@@ -57,7 +57,7 @@ func TestAnExternalCommitIsKeptAndTheOperatorsChangeStillLands(t *testing.T) {
 	eventually(t, "the operator's change on top of the external commit", func() bool {
 		return gitFile(t, m.repo, m.path+"/external/configmaps/second.yaml") != ""
 	})
-	require.Equal(t, "written by a human", gitFile(t, m.repo, "NOTES.md"), "the external commit is kept")
+	require.Equal(t, "written by a human\n", gitFile(t, m.repo, "NOTES.md"), "the external commit is kept")
 	require.NotEmpty(t, gitFile(t, m.repo, m.path+"/external/configmaps/first.yaml"))
 	parents, err := env.git.Git(m.repo, "log", "--format=%s", "-3", "main")
 	require.NoError(t, err)
