@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+
+	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 )
 
 // defaultAPIServerBackoff spaces the start-up attempts to reach the API
@@ -78,12 +80,14 @@ func (p *startupProbes) stop() {
 	<-p.done
 }
 
-// waitForAPIServer returns once the API server answers discovery (what the
-// manager's caches and field indexers need first), retrying with backoff
-// while it cannot be reached or answers that it is not serving yet: an API
-// server that is down at start is an outage to wait out, not a reason to
-// exit. Any other answer (401, 403) is left to the steps after it to report.
-// When ctx ends first it returns ctx's error.
+// waitForAPIServer returns once the API server answers discovery and serves
+// the operator's own kinds (what the manager's caches and field indexers
+// need first), retrying with backoff while it cannot be reached, answers
+// that it is not serving yet, or does not serve configbutler.ai yet: an API
+// server that is down at start, or that has not yet served the CRDs after
+// its own restart or an install that applies them next, is a state to wait
+// out, not a reason to exit. Any other answer (401, 403) is left to the
+// steps after it to report. When ctx ends first it returns ctx's error.
 func waitForAPIServer(ctx context.Context, cfg *rest.Config, backoff wait.Backoff, probes *startupProbes, log logr.Logger) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = apiServerAttemptTimeout
@@ -92,13 +96,13 @@ func waitForAPIServer(ctx context.Context, cfg *rest.Config, backoff wait.Backof
 		return fmt.Errorf("building a discovery client: %w", err)
 	}
 	for {
-		_, err := client.ServerGroups()
-		if !apiServerUnavailable(err) {
+		waiting, err := startBlocker(client, cfg.Host)
+		if waiting == "" {
 			return nil
 		}
 		delay := backoff.Step()
-		probes.setWaiting("waiting for the API server at " + cfg.Host + ": " + err.Error())
-		log.Info("the API server does not answer; retrying", "host", cfg.Host, "in", delay.Round(time.Millisecond).String(), "error", err.Error())
+		probes.setWaiting(waiting)
+		log.Info("not starting yet; retrying", "waitingFor", waiting, "in", delay.Round(time.Millisecond).String(), "error", err.Error())
 		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -107,6 +111,23 @@ func waitForAPIServer(ctx context.Context, cfg *rest.Config, backoff wait.Backof
 		case <-timer.C:
 		}
 	}
+}
+
+// startBlocker names what the operator still waits for before it can
+// start ("" for nothing), with the error that says so.
+func startBlocker(client discovery.DiscoveryInterface, host string) (string, error) {
+	if _, err := client.ServerGroups(); apiServerUnavailable(err) {
+		return "waiting for the API server at " + host + ": " + err.Error(), err
+	}
+	gv := v1alpha3.GroupVersion.String()
+	_, err := client.ServerResourcesForGroupVersion(gv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "waiting for the API server to serve " + gv + " (are the chart's CRDs installed?)", err
+	case apiServerUnavailable(err):
+		return "waiting for the API server at " + host + ": " + err.Error(), err
+	}
+	return "", nil
 }
 
 // apiServerUnavailable: err says the API server could not be reached, or

@@ -54,7 +54,11 @@ func TestKubeActsAsOtherIdentitiesUnderRBAC(t *testing.T) {
 			{Kind: rbacv1.ServiceAccountKind, Namespace: "team-a", Name: "mirror"},
 		},
 	}))
-	require.NoError(t, alice.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("team-a")))
+	// The authorizer reads roles from its own informers, so a new binding
+	// takes effect a moment after it is stored: wait for it to apply.
+	require.Eventually(t, func() bool {
+		return alice.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("team-a")) == nil
+	}, 30*time.Second, 50*time.Millisecond, "alice may list ConfigMaps once the binding applies")
 
 	sa, err := client.New(kube.ConfigAsServiceAccount("team-a", "mirror"), client.Options{Scheme: kube.Scheme()})
 	require.NoError(t, err)
