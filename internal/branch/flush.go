@@ -7,6 +7,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/internal/retry"
 )
 
 // push commits pending windows, oldest first, while the push budget allows.
@@ -45,20 +46,21 @@ func (w *Worker) push(ctx context.Context) {
 		if committed {
 			w.budget.spend(w.cfg.Clock.Now())
 		}
-		w.backoff = w.cfg.RetryBackoff
+		w.retry = w.cfg.retryBackoff()
 		now = w.cfg.Clock.Now()
 	}
 	w.notifyFlushers(nil, nil)
 }
 
 // commitWithReplay commits one window, replaying it on a fresh head after
-// each conflict up to MaxAttempts. It reports whether a commit was made (a
-// window whose writes are all already in Git makes none).
+// each conflict up to MaxAttempts, with a growing, jittered wait before each
+// replay: a writer that moved the branch may be moving it again, and two
+// writers that collide must not retry in step. It reports whether a commit
+// was made (a window whose writes are all already in Git makes none).
 func (w *Worker) commitWithReplay(ctx context.Context, win *window) (bool, error) {
-	var err error
-	for attempt := 1; attempt <= w.cfg.MaxAttempts; attempt++ {
-		var committed bool
-		committed, err = w.commitOnce(ctx, win)
+	backoff := w.cfg.ConflictBackoff
+	for attempt := 1; ; attempt++ {
+		committed, err := w.commitOnce(ctx, win)
 		if err == nil {
 			return committed, nil
 		}
@@ -66,12 +68,28 @@ func (w *Worker) commitWithReplay(ctx context.Context, win *window) (bool, error
 			return false, err
 		}
 		w.cfg.Observer.Conflict(w.cfg.Key)
-		w.cfg.Log.V(1).Info("branch moved; replaying the window on the new head", "worker", w.cfg.Key.String(), "attempt", attempt)
+		if attempt >= w.cfg.MaxAttempts {
+			return false, err
+		}
+		delay := backoff.Step()
+		w.cfg.Log.V(1).Info("branch moved; replaying the window on the new head", "worker", w.cfg.Key.String(),
+			"attempt", attempt, "in", delay.String())
+		if !w.sleep(ctx, delay) {
+			return false, err
+		}
 		if rerr := w.state.refresh(ctx); rerr != nil {
 			return false, rerr
 		}
 	}
-	return false, err
+}
+
+// sleep waits d on the worker's clock (or its Sleep seam); false when ctx
+// ended first.
+func (w *Worker) sleep(ctx context.Context, d time.Duration) bool {
+	if w.cfg.Sleep != nil {
+		return w.cfg.Sleep(ctx, d)
+	}
+	return retry.Sleep(ctx, w.cfg.Clock, d)
 }
 
 // commitOnce plans the window against the current head and commits it.
@@ -185,16 +203,15 @@ func (w *Worker) reportRefusals(win *window, plan *windowPlan) {
 }
 
 // failed keeps the window for a later retry, waiting as long as the forge
-// asked or with exponential backoff. It reports whether the failure is the
+// asked or with jittered exponential backoff. It reports whether the failure is the
 // target's own (the loop may go on with other targets) rather than the
 // forge's.
 func (w *Worker) failed(win *window, err error) bool {
-	wait := w.backoff
-	if ra := forges.RetryAfter(err); ra > wait {
-		wait = ra
+	delay := w.retry.Step()
+	if ra := forges.RetryAfter(err); ra > delay {
+		delay = ra
 	}
-	w.backoff = min(2*w.backoff, w.cfg.MaxRetryBackoff)
-	until := w.cfg.Clock.Now().Add(wait)
+	until := w.cfg.Clock.Now().Add(delay)
 	var forgeErr *forges.Error
 	targetOnly := !errors.As(err, &forgeErr)
 	if targetOnly {
@@ -206,7 +223,7 @@ func (w *Worker) failed(win *window, err error) bool {
 	// content a human has since cleaned up) is judged on fresh state.
 	w.state.known = false
 	w.cfg.Log.Info("commit failed; keeping the writes for a retry", "worker", w.cfg.Key.String(),
-		"target", win.target.String(), "retryIn", wait.String(), "error", err.Error())
+		"target", win.target.String(), "retryIn", delay.String(), "error", err.Error())
 	if w.cfg.OnError != nil {
 		w.cfg.OnError(win.target, wrapTarget(win.target, err))
 	}

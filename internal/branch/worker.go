@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/internal/retry"
 )
 
 // Config is everything a worker is built from.
@@ -32,7 +34,15 @@ type Config struct {
 	// MaxAttempts bounds the conflict replays of one commit before the
 	// writes are kept for a later retry.
 	MaxAttempts int
-	// RetryBackoff and MaxRetryBackoff bound the wait before a retry.
+	// ConflictBackoff spaces the conflict replays of one commit
+	// (DefaultConflictBackoff when zero; MaxAttempts bounds how many).
+	ConflictBackoff wait.Backoff
+	// Sleep waits between conflict replays and reports whether d passed
+	// before ctx ended; nil waits on Clock.
+	Sleep func(ctx context.Context, d time.Duration) bool
+	// RetryBackoff and MaxRetryBackoff bound the wait before a retry; up to
+	// half of it again is added as jitter, so workers that failed together
+	// do not retry together.
 	RetryBackoff, MaxRetryBackoff time.Duration
 	// Requests, when set, reads how many HTTP requests the forge has made,
 	// for requests-per-commit metrics.
@@ -50,6 +60,16 @@ type Config struct {
 	// and which of those the planner would not write safely; the rest of
 	// the window is committed.
 	OnPlanned func(target TargetKey, carried []manifest.ObjectID, refusals []manifest.Refusal)
+}
+
+// DefaultConflictBackoff waits 100 ms before the first conflict replay,
+// doubling up to 5 s, each wait plus up to half of it again at random.
+var DefaultConflictBackoff = retry.Exponential(100*time.Millisecond, 5*time.Second)
+
+// retryBackoff is the schedule of retries after a failed commit: from
+// RetryBackoff, doubling to MaxRetryBackoff, jittered.
+func (c *Config) retryBackoff() wait.Backoff {
+	return retry.Exponential(c.RetryBackoff, c.MaxRetryBackoff)
 }
 
 func (c *Config) defaults() {
@@ -70,6 +90,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 5
+	}
+	if c.ConflictBackoff.Duration <= 0 {
+		c.ConflictBackoff = DefaultConflictBackoff
 	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = 500 * time.Millisecond
@@ -105,7 +128,7 @@ type Worker struct {
 	// failed; parked holds the same per target, for failures of its own.
 	retryAt  time.Time
 	parked   map[TargetKey]time.Time
-	backoff  time.Duration
+	retry    wait.Backoff
 	flushers []flushWaiter
 	// discard is set by Discard, from another goroutine.
 	discard atomic.Bool
@@ -142,12 +165,12 @@ type flushWaiter struct {
 func New(cfg Config) *Worker {
 	cfg.defaults()
 	return &Worker{
-		cfg:     cfg,
-		in:      make(chan any, cfg.QueueSize),
-		state:   newBranchState(cfg.Forge, cfg.Key.Branch),
-		budget:  newPushBudget(cfg.PushBurst, cfg.PushInterval),
-		backoff: cfg.RetryBackoff,
-		parked:  map[TargetKey]time.Time{},
+		cfg:    cfg,
+		in:     make(chan any, cfg.QueueSize),
+		state:  newBranchState(cfg.Forge, cfg.Key.Branch),
+		budget: newPushBudget(cfg.PushBurst, cfg.PushInterval),
+		retry:  cfg.retryBackoff(),
+		parked: map[TargetKey]time.Time{},
 	}
 }
 

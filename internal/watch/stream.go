@@ -16,9 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/clock"
+
+	"github.com/configbutler/gitops-reverser/internal/retry"
 )
 
 // Scope is what one stream follows: a resource in one namespace, or
@@ -106,8 +109,13 @@ type Stream struct {
 	Observer Observer
 	Clock    clock.Clock
 	Log      logr.Logger
-	// MinBackoff and MaxBackoff bound the wait between failed connects.
+	// MinBackoff and MaxBackoff bound the wait between failed connects; up
+	// to half of it again is added at random, so the streams that lost an
+	// API server together (a restart) do not reconnect in lockstep.
 	MinBackoff, MaxBackoff time.Duration
+	// Sleep waits between failed connects and reports whether d passed
+	// before ctx ended; nil waits on Clock.
+	Sleep func(ctx context.Context, d time.Duration) bool
 	// OnForbidden, when set, is called when the source starts refusing the
 	// stream's list or watch with 403 Forbidden (once per refusal spell, not
 	// per retry).
@@ -164,7 +172,7 @@ func (s *Stream) Forbidden() *Forbidden { return s.forbidden.Load() }
 // start a fresh replay; connect failures back off.
 func (s *Stream) Run(ctx context.Context) error {
 	s.defaults()
-	backoff := s.MinBackoff
+	backoff := s.connectBackoff()
 	resourceVersion := ""
 	for ctx.Err() == nil {
 		var err error
@@ -183,17 +191,17 @@ func (s *Stream) Run(ctx context.Context) error {
 			return err
 		case errors.Is(err, errReplay):
 			resourceVersion = ""
-			backoff = s.MinBackoff
+			backoff = s.connectBackoff()
 		case err != nil:
 			s.setPhase(failurePhase(err))
 			s.recordFailure(err)
-			s.Log.Info("watch failed; retrying", "scope", s.Scope.String(), "in", backoff.String(), "error", err.Error())
-			if !s.sleep(ctx, backoff) {
+			delay := backoff.Step()
+			s.Log.Info("watch failed; retrying", "scope", s.Scope.String(), "in", delay.String(), "error", err.Error())
+			if !s.sleep(ctx, delay) {
 				return nil
 			}
-			backoff = min(2*backoff, s.MaxBackoff)
 		default:
-			backoff = s.MinBackoff
+			backoff = s.connectBackoff()
 		}
 	}
 	return nil
@@ -224,6 +232,10 @@ func apiMessage(err error) string {
 	}
 	return err.Error()
 }
+
+// connectBackoff is the schedule of waits after failed connects: from
+// MinBackoff, doubling to MaxBackoff, jittered.
+func (s *Stream) connectBackoff() wait.Backoff { return retry.Exponential(s.MinBackoff, s.MaxBackoff) }
 
 func (s *Stream) defaults() {
 	if s.Clock == nil {
@@ -291,12 +303,8 @@ func refusesStreamingList(err error) bool {
 }
 
 func (s *Stream) sleep(ctx context.Context, d time.Duration) bool {
-	t := s.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
+	if s.Sleep != nil {
+		return s.Sleep(ctx, d)
 	}
+	return retry.Sleep(ctx, s.Clock, d)
 }
