@@ -53,6 +53,10 @@ type GitProviderReconciler struct {
 	// ForgeTransport, when set, wraps the API forges' HTTP transport, so the
 	// probe's requests are counted with every other forge request.
 	ForgeTransport func(forge string, count *atomic.Int64) http.RoundTripper
+	// Pacers, when set, are the GitTargets' (GitTargetReconciler.Pacers):
+	// the probe's client then shares GitHub's secondary-limit pacing with
+	// the branch workers, and status.rateLimit shows what they spent.
+	Pacers *forgeconn.Pacers
 	// Budgets, when set, receives a metered forge's remaining request budget.
 	Budgets interface {
 		SetBudget(forge, namespace, provider string, remaining int)

@@ -37,7 +37,9 @@ const (
 // changes it watches the Secrets and ConfigMaps providers reference, so a
 // Secret that is created, fixed or rotated is picked up at once rather than
 // at the next recheck. Those watches cache metadata only: Secret values are
-// read on demand through SecretReader and never held in the cache.
+// read on demand through SecretReader and never held in the cache. A
+// GitTarget's new commit brings its provider back to report the request
+// budget its workers spent (gitprovider_budget.go).
 func (r *GitProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -61,6 +63,8 @@ func (r *GitProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesMetadata(&corev1.ConfigMap{},
 			handler.EnqueueRequestsFromMapFunc(r.providersReferencing(kindConfigMap)),
 			builder.WithPredicates(r.referencedByAProvider(kindConfigMap))).
+		Watches(&v1alpha3.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.providerOfCommittedTarget),
+			builder.WithPredicates(committedTargetPredicate)).
 		WithOptions(controller.Options{
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
 				providerRetryBaseDelay, providerRetryMaxDelay),

@@ -55,7 +55,7 @@ func (r *GitProviderReconciler) openForge(_ context.Context, run *providerRun) (
 	if r.ForgeTransport != nil {
 		rt = r.ForgeTransport(string(forgeconn.ForgeType(run.provider.Spec)), nil)
 	}
-	forge, err := forgeconn.Open(run.provider.Spec, run.creds, rt)
+	forge, err := r.Pacers.Open(run.provider.Spec, run.creds, rt)
 	switch {
 	case err == nil:
 		run.forge = forge
@@ -155,8 +155,10 @@ func refusedMessage(provider *v1alpha3.GitProvider, err error) string {
 		provider.Spec.URL, provider.Namespace, provider.Spec.SecretRef.Name, err)
 }
 
-// reportBudget copies a metered forge's request budget, as the probe's
-// response reported it, into status.rateLimit.
+// reportBudget copies a metered forge's request budget into
+// status.rateLimit: the primary budget as the probe's response reported
+// it, or, when less of it is left, GitHub's secondary limit on content
+// creation as the shared pacer counted the workers' requests.
 func (r *GitProviderReconciler) reportBudget(provider *v1alpha3.GitProvider, forge forges.Forge) {
 	metered, ok := forge.(forges.Budgeter)
 	if !ok {

@@ -161,14 +161,18 @@ func ifNotEnded(ctx context.Context, err error) error {
 func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options) error {
 	c, secrets := mgr.GetClient(), mgr.GetAPIReader()
 	forgeTransport := func(forge string, count *atomic.Int64) http.RoundTripper { return fm.Transport(forge, nil, count) }
+	// One set of pacers: the GitProviders' probes count what the GitTargets'
+	// workers send against GitHub's secondary limits, and report it.
+	pacers := &forgeconn.Pacers{}
 	reconcilers := []struct {
 		name  string
 		setup interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport}},
+		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport,
+			Pacers: pacers}},
 		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Engine: eng, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
-			ForgeTransport: forgeTransport, Pacers: &forgeconn.Pacers{}, Events: mgr.GetEventRecorder("gitops-reverser")}},
+			ForgeTransport: forgeTransport, Pacers: pacers, Events: mgr.GetEventRecorder("gitops-reverser")}},
 		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},

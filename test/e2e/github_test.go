@@ -15,13 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/forges/github"
 	ghsim "github.com/configbutler/gitops-reverser/test/sim/github"
 )
 
 // TestThePipelineCommitsThroughTheGitHubAPIAsAnApp runs the mirror against
 // the GitHub simulator, authenticated as a GitHub App: the commits are made
 // through the Git Data API with the configured author and committer, and the
-// provider reports the request budget.
+// provider reports the request budget the worker spent.
 func TestThePipelineCommitsThroughTheGitHubAPIAsAnApp(t *testing.T) {
 	sim := ghsim.Start()
 	t.Cleanup(sim.Close)
@@ -54,10 +55,18 @@ func TestThePipelineCommitsThroughTheGitHubAPIAsAnApp(t *testing.T) {
 	require.Positive(t, creates, "the operator authenticated as the App through an installation token")
 	require.Positive(t, metricSum(t, "gitopsreverser_forge_requests_total"), "forge requests are counted")
 	require.Positive(t, metricSum(t, "gitopsreverser_forge_requests_per_commit"), "requests per commit are observed")
-	eventually(t, "the provider reports the request budget", func() bool {
+	// The probe itself creates no content: a secondary budget in the
+	// provider's status is what the branch worker spent, through the pacer
+	// the probe shares with it.
+	eventually(t, "the provider reports the secondary budget the worker spent", func() bool {
 		var gp v1alpha3.GitProvider
 		err := env.kube.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "github"}, &gp)
-		return err == nil && gp.Status.RateLimit != nil && gp.Status.RateLimit.Limit > 0
+		if err != nil || gp.Status.RateLimit == nil {
+			return false
+		}
+		limit := gp.Status.RateLimit
+		secondary := limit.Limit == github.DefaultContentPerMinute || limit.Limit == github.DefaultContentPerHour
+		return secondary && limit.Remaining < limit.Limit
 	})
 	eventually(t, "the GitTarget links the commit on GitHub", func() bool {
 		var gt v1alpha3.GitTarget

@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/configbutler/gitops-reverser/api/v1alpha3"
+)
+
+// The request budget a GitProvider reports is mostly spent by the branch
+// workers of its GitTargets, not by its probe. The probe's client shares
+// GitHub's secondary-limit pacing with the workers (Pacers), so its budget
+// counts what they sent; and each commit a GitTarget reports brings its
+// provider back to refresh status.rateLimit, instead of waiting for the
+// next recheck.
+
+// committedTargetPredicate admits GitTarget updates whose last commit
+// changed: a worker spent requests on the target's provider.
+var committedTargetPredicate = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, okBefore := e.ObjectOld.(*v1alpha3.GitTarget)
+		after, okAfter := e.ObjectNew.(*v1alpha3.GitTarget)
+		if !okBefore || !okAfter || after.Status.LastCommit == nil {
+			return false
+		}
+		return before.Status.LastCommit == nil || before.Status.LastCommit.SHA != after.Status.LastCommit.SHA
+	},
+}
+
+// providerOfCommittedTarget maps a GitTarget that committed to its
+// GitProvider, when that provider reports a request budget (a metered
+// forge); a plain Git remote has none to refresh and is not probed again.
+func (r *GitProviderReconciler) providerOfCommittedTarget(ctx context.Context, obj client.Object) []reconcile.Request {
+	target, ok := obj.(*v1alpha3.GitTarget)
+	if !ok {
+		return nil
+	}
+	key := types.NamespacedName{Namespace: target.Namespace, Name: target.Spec.ProviderRef.Name}
+	var provider v1alpha3.GitProvider
+	if err := r.Client.Get(ctx, key, &provider); err != nil {
+		if client.IgnoreNotFound(err) != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "reading the GitProvider of a GitTarget that committed", "gitProvider", key.String())
+		}
+		return nil
+	}
+	if provider.Status.RateLimit == nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
