@@ -72,8 +72,7 @@ func (w *Worker) commitWithReplay(ctx context.Context, win *window) (bool, error
 			return false, err
 		}
 		delay := backoff.Step()
-		w.cfg.Log.V(1).Info("branch moved; replaying the window on the new head", "worker", w.cfg.Key.String(),
-			"attempt", attempt, "in", delay.String())
+		w.cfg.Log.V(1).Info("branch moved; replaying the window on the new head", "attempt", attempt, "in", delay.String())
 		if !w.sleep(ctx, delay) {
 			return false, err
 		}
@@ -222,7 +221,7 @@ func (w *Worker) failed(win *window, err error) bool {
 	// Read the branch again before the retry: whatever failed (a moved head,
 	// content a human has since cleaned up) is judged on fresh state.
 	w.state.known = false
-	w.cfg.Log.Info("commit failed; keeping the writes for a retry", "worker", w.cfg.Key.String(),
+	w.cfg.Log.Info("commit failed; keeping the writes for a retry",
 		"target", win.target.String(), "retryIn", delay.String(), "error", err.Error())
 	if w.cfg.OnError != nil {
 		w.cfg.OnError(win.target, wrapTarget(win.target, err))

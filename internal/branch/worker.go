@@ -164,6 +164,10 @@ type flushWaiter struct {
 // New builds a worker; Run starts it.
 func New(cfg Config) *Worker {
 	cfg.defaults()
+	// The worker names itself on every line it logs; callers must not add
+	// the key again (a JSON line with a key twice is refused by strict
+	// parsers).
+	cfg.Log = cfg.Log.WithValues("worker", cfg.Key.String())
 	return &Worker{
 		cfg:    cfg,
 		in:     make(chan any, cfg.QueueSize),
@@ -401,7 +405,7 @@ func (w *Worker) Discard() { w.discard.Store(true) }
 func (w *Worker) shutdown() {
 	if w.discard.Load() {
 		if len(w.pending) > 0 || w.window != nil {
-			w.cfg.Log.Info("replaced: dropping what was not committed; the targets' replays restore it", "worker", w.cfg.Key.String())
+			w.cfg.Log.Info("replaced: dropping what was not committed; the targets' replays restore it")
 		}
 		w.pending, w.window = nil, nil
 	} else {
@@ -412,7 +416,7 @@ func (w *Worker) shutdown() {
 	}
 	w.flushers = nil
 	if len(w.pending) > 0 {
-		w.cfg.Log.Info("stopping with writes not committed; the next replay restores them", "worker", w.cfg.Key.String(), "windows", len(w.pending))
+		w.cfg.Log.Info("stopping with writes not committed; the next replay restores them", "windows", len(w.pending))
 	}
 }
 

@@ -49,7 +49,7 @@ func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSe
 	}
 	cfg := s.Config
 	cfg.Key = key
-	cfg.Log = e.opts.Log.WithValues("worker", key.String())
+	cfg.Log = e.opts.Log // the worker adds its own "worker" key
 	cfg.BufferMax = e.opts.BufferMax
 	if e.opts.Metrics != nil {
 		cfg.Observer = e.opts.Metrics
