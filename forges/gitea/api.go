@@ -165,6 +165,14 @@ type branchResponse struct {
 	} `json:"commit"`
 }
 
+// branchListEntry is one branch of GET /repos/{owner}/{repo}/branches.
+type branchListEntry struct {
+	Name   string `json:"name"`
+	Commit struct {
+		Timestamp time.Time `json:"timestamp"`
+	} `json:"commit"`
+}
+
 type treeResponse struct {
 	Entries []struct {
 		Path string `json:"path"`

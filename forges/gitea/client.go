@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/forges"
@@ -47,10 +48,14 @@ type Options struct {
 	// HTTPClient sends the requests; nil means a client with a two-minute
 	// timeout.
 	HTTPClient *http.Client
+	// Now is the clock that dates scratch branches and judges their age;
+	// nil means time.Now.
+	Now func() time.Time
 }
 
-// Client reads and writes one Gitea repository through the API. It holds
-// no state between calls and is safe for concurrent use.
+// Client reads and writes one Gitea repository through the API. It is
+// safe for concurrent use; the only state it keeps between calls is when
+// it next sweeps stale scratch branches.
 type Client struct {
 	webURL string
 	apiURL string
@@ -61,6 +66,11 @@ type Client struct {
 	// treePageSize is the per_page of tree reads; tests lower it to
 	// exercise paging.
 	treePageSize int
+	now          func() time.Time
+	sweep        struct {
+		sync.Mutex
+		next time.Time
+	}
 }
 
 // New checks opts and returns a client. It does not contact the server;
@@ -81,7 +91,12 @@ func New(opts Options) (*Client, error) {
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: defaultHTTPTimeout}
 	}
-	return &Client{
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	client := &Client{
+		now:          now,
 		webURL:       webURL,
 		apiURL:       webURL + apiRoot,
 		owner:        opts.Owner,
@@ -89,7 +104,9 @@ func New(opts Options) (*Client, error) {
 		token:        opts.Token,
 		http:         httpClient,
 		treePageSize: maxTreePageSize,
-	}, nil
+	}
+	client.sweep.next = now().Add(scratchSweepInterval)
+	return client, nil
 }
 
 func checkPathSegment(field, value string) error {

@@ -2,8 +2,6 @@ package gitea
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,7 +14,7 @@ import (
 const (
 	// scratchBranchPrefix names the short-lived branches commits are made
 	// on before the target branch is moved to them. Any branch with it is
-	// this forge's, and safe to delete when no commit is running.
+	// this forge's; a stale one is deleted (scratch.go).
 	scratchBranchPrefix = "gitops-reverser-cas-"
 	// scratchCleanupTimeout bounds the deletion of a scratch branch, which
 	// runs even when the caller's context is done, so that a cancelled
@@ -52,6 +50,9 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 	if err != nil {
 		return forges.CommitResult{}, err
 	}
+	if req.ExpectedHead != "" || req.BaseHead != "" { // an empty repository has no branch to sweep
+		c.sweepStaleScratch(ctx)
+	}
 	return forges.CommitResult{Commit: commit, Blobs: writtenBlobs(changes, commit)}, nil
 }
 
@@ -85,7 +86,7 @@ func (c *Client) commitOnHead(ctx context.Context, op string, req forges.CommitR
 	if err != nil {
 		return "", c.conflictIfMoved(ctx, op, req.Branch, req.ExpectedHead, err)
 	}
-	scratch, err := scratchBranchName()
+	scratch, err := c.scratchBranchName()
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", op, err)
 	}
@@ -119,7 +120,7 @@ func (c *Client) commitNewBranch(ctx context.Context, op string, req forges.Comm
 	if err != nil {
 		return "", classify(op, err)
 	}
-	scratch, err := scratchBranchName()
+	scratch, err := c.scratchBranchName()
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", op, err)
 	}
@@ -145,7 +146,7 @@ func (c *Client) commitNewBranch(ctx context.Context, op string, req forges.Comm
 // created meanwhile would become the base and the commit would land on top
 // of it instead of failing.
 func (c *Client) commitFirst(ctx context.Context, op string, req forges.CommitRequest, changes []forges.FileChange) (string, error) {
-	missingBase, err := scratchBranchName()
+	missingBase, err := c.scratchBranchName()
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", op, err)
 	}
@@ -254,15 +255,6 @@ func (c *Client) dropScratchBranch(ctx context.Context, op, name string, commitE
 		return commitErr
 	}
 	return errors.Join(commitErr, fmt.Errorf("%s: deleting scratch branch %s: %w", op, name, err))
-}
-
-// scratchBranchName is a branch name no other commit uses.
-func scratchBranchName() (string, error) {
-	random := make([]byte, 8)
-	if _, err := rand.Read(random); err != nil {
-		return "", fmt.Errorf("naming a scratch branch: %w", err)
-	}
-	return scratchBranchPrefix + hex.EncodeToString(random), nil
 }
 
 func parentsOf(created *changeFilesResponse) string {

@@ -39,9 +39,12 @@
 // That is four requests per commit when the tree fits one page, against two
 // for the unguarded write; Gitea's own push hooks dominate the latency
 // either way. Side effect: webhooks and Actions that listen to every branch
-// see the scratch branch (named gitops-reverser-cas-<random>) appear and
-// disappear. If its deletion fails the branch is left behind; it is safe
-// to delete. force_push is never used: it discards concurrent updates.
+// see the scratch branch (named gitops-reverser-cas-<unix seconds>-<random>)
+// appear and disappear. If its deletion fails (a connection cut, a killed
+// process) the branch is left behind; a later commit deletes scratch
+// branches older than an hour (at most once an hour per client; see
+// scratch.go). force_push is never
+// used: it discards concurrent updates.
 //
 // A new branch (no expected head) is made from a scratch branch created at
 // BaseHead, with new_branch = the target, which Gitea refuses with 422
