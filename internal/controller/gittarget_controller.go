@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
@@ -86,14 +85,16 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		target.Status.ObservedGeneration = target.Generation
 		run.conds.summarize()
 		if perr := patchTargetStatus(ctx, r.Client, base, &target); perr != nil {
-			if apierrors.IsConflict(perr) {
+			if apierrors.IsConflict(perr) && err == nil {
 				// The cache had not seen this reconcile's previous write yet: a
 				// patch against that stale copy could leave the newer status
 				// standing. Run again on the fresh object.
-				res, err = reconcile.Result{RequeueAfter: statusConflictRetry}, nil
+				res = reconcile.Result{RequeueAfter: statusConflictRetry}
 				return
 			}
-			log.FromContext(ctx).Error(perr, "patching GitTarget status")
+			// A lost status write is retried with the queue's backoff, not
+			// left until the next resync; a step's own error stays with it.
+			res, err = reconcile.Result{}, errors.Join(err, perr)
 		}
 	}()
 	for _, step := range []func(context.Context, *targetRun) error{
