@@ -2,11 +2,14 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -18,7 +21,28 @@ import (
 // GitHub's secondary-limit pacing with the workers (Pacers), so its budget
 // counts what they sent; and each commit a GitTarget reports brings its
 // provider back to refresh status.rateLimit, instead of waiting for the
-// next recheck.
+// next recheck. The refresh waits BudgetRefreshDelay, so a burst of commits
+// costs one probe (a read against the primary limit), not one per commit.
+
+// defaultBudgetRefreshDelay is BudgetRefreshDelay's zero value.
+const defaultBudgetRefreshDelay = 15 * time.Second
+
+// refreshBudgetAfterCommit enqueues the provider of a GitTarget that
+// committed after the refresh delay; the queue keeps one pending entry per
+// provider, at its earliest time, so the commits of one delay share it.
+func (r *GitProviderReconciler) refreshBudgetAfterCommit() handler.EventHandler {
+	delay := r.BudgetRefreshDelay
+	if delay <= 0 {
+		delay = defaultBudgetRefreshDelay
+	}
+	return handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			for _, req := range r.providerOfCommittedTarget(ctx, e.ObjectNew) {
+				q.AddAfter(req, delay)
+			}
+		},
+	}
+}
 
 // committedTargetPredicate admits GitTarget updates whose last commit
 // changed: a worker spent requests on the target's provider.

@@ -66,6 +66,10 @@ type GitProviderReconciler struct {
 	// RecheckInterval is how often a provider is probed again with no
 	// Kubernetes change; zero means 5m.
 	RecheckInterval time.Duration
+	// BudgetRefreshDelay is how long after a GitTarget's commit its
+	// provider is probed to refresh status.rateLimit; the commits of that
+	// interval share one probe. Zero means 15s.
+	BudgetRefreshDelay time.Duration
 }
 
 // providerRun is one reconcile's state, handed from step to step.

@@ -63,7 +63,7 @@ func (r *GitProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesMetadata(&corev1.ConfigMap{},
 			handler.EnqueueRequestsFromMapFunc(r.providersReferencing(kindConfigMap)),
 			builder.WithPredicates(r.referencedByAProvider(kindConfigMap))).
-		Watches(&v1alpha3.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.providerOfCommittedTarget),
+		Watches(&v1alpha3.GitTarget{}, r.refreshBudgetAfterCommit(),
 			builder.WithPredicates(committedTargetPredicate)).
 		WithOptions(controller.Options{
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](

@@ -55,6 +55,9 @@ type Options struct {
 	// running operator should. It is off unless set, so a panic in a test
 	// that starts the operator crashes the test binary and fails the run.
 	RecoverPanic bool
+	// ProviderBudgetRefresh is how long after a commit a metered
+	// GitProvider refreshes status.rateLimit; 15s when zero.
+	ProviderBudgetRefresh time.Duration
 	// APIServerBackoff spaces the attempts to reach an API server that does
 	// not answer at start; the zero value is 1s doubling to 30s, jittered.
 	APIServerBackoff wait.Backoff
@@ -169,7 +172,7 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 		setup interface{ SetupWithManager(ctrl.Manager) error }
 	}{
 		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport,
-			Pacers: pacers}},
+			Pacers: pacers, BudgetRefreshDelay: o.ProviderBudgetRefresh}},
 		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Engine: eng, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
 			ForgeTransport: forgeTransport, Pacers: pacers, Events: mgr.GetEventRecorder("gitops-reverser")}},

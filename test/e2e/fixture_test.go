@@ -76,14 +76,16 @@ func startOperatorWith(t *testing.T, tune func(*operator.Options)) (stop func())
 	p := &operatorProcess{cancel: cancel, done: make(chan error, 1), registry: prometheus.NewRegistry()}
 	lastRegistry = p.registry
 	opts := operator.Options{
-		Config:             env.kube.Config(),
-		MetricsAddr:        "0",
-		ProbeAddr:          "0",
-		LeaderElect:        true,
-		OperatorNamespace:  "default",
-		TargetResync:       2 * time.Second,
-		Registry:           p.registry,
-		SkipNameValidation: true,
+		Config:            env.kube.Config(),
+		MetricsAddr:       "0",
+		ProbeAddr:         "0",
+		LeaderElect:       true,
+		OperatorNamespace: "default",
+		TargetResync:      2 * time.Second,
+		// status.rateLimit follows a commit within the test's patience.
+		ProviderBudgetRefresh: time.Second,
+		Registry:              p.registry,
+		SkipNameValidation:    true,
 	}
 	if tune != nil {
 		tune(&opts)
