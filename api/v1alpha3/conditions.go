@@ -147,6 +147,10 @@ const (
 	// ReasonNotEncrypted: a sensitive object reached the planner without
 	// encryption and was not written in plaintext.
 	ReasonNotEncrypted = "NotEncrypted"
+	// ReasonEncryptionFailed: the target's encryptor failed on a sensitive
+	// object, which was not written in plaintext (the same string as
+	// branch.RefusalEncryptionFailed).
+	ReasonEncryptionFailed = "EncryptionFailed"
 	// ReasonMarshalFailed: the object cannot be rendered as YAML.
 	ReasonMarshalFailed = "MarshalFailed"
 	// ReasonObjectsRefused: objects are refused for more than one reason;

@@ -27,6 +27,8 @@ var refusalHints = map[string]string{
 		"(EncryptionConfigured says what is missing) or leave them out of the rules",
 	v1alpha3.ReasonAuxiliaryPath: "its file name is reserved for kustomization.yaml or README.md; " +
 		"leave the object out of the rules or give it another path with spec.placement",
+	v1alpha3.ReasonEncryptionFailed: "encrypting it failed (the message says how); check spec.encryption's recipients " +
+		"and key Secret (EncryptionConfigured); a change of them replays the target and writes it",
 	v1alpha3.ReasonInvalidPlacement:         "fix spec.placement",
 	v1alpha3.ReasonSensitiveShared:          "in Git, move the other documents out of the file the object would share",
 	v1alpha3.ReasonPlaintextBesideEncrypted: "in Git, move the encrypted documents out of the file the object would share",
