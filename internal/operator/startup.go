@@ -14,14 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/retry"
 )
 
 // defaultAPIServerBackoff spaces the start-up attempts to reach the API
 // server: 1 s doubling to 30 s, each with up to half again of jitter so a
 // fleet of replicas restarted together does not knock in step.
-var defaultAPIServerBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Steps: 6, Cap: 30 * time.Second}
+var defaultAPIServerBackoff = retry.Exponential(time.Second, 30*time.Second)
 
 // apiServerAttemptTimeout bounds one attempt, so an address that drops
 // packets is retried like one that refuses connections.
@@ -103,12 +105,8 @@ func waitForAPIServer(ctx context.Context, cfg *rest.Config, backoff wait.Backof
 		delay := backoff.Step()
 		probes.setWaiting(waiting)
 		log.Info("not starting yet; retrying", "waitingFor", waiting, "in", delay.Round(time.Millisecond).String(), "error", err.Error())
-		timer := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !retry.Sleep(ctx, clock.RealClock{}, delay) {
 			return ctx.Err()
-		case <-timer.C:
 		}
 	}
 }
