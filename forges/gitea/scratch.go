@@ -17,8 +17,9 @@ import (
 // behind. The client sweeps such leftovers after a successful commit, at
 // most once per scratchSweepInterval, the first an interval after it was
 // made: a leftover is deleted only once it is stale, so an earlier sweep
-// would find nothing a crash just left, and a commit's request count stays
-// fixed.
+// would find nothing a crash just left, and the commits of a client's first
+// hour keep their fixed request count. The one commit an hour that sweeps
+// pays for the branch listing and deletes (bounded by a timeout of its own).
 // Several writers may share a repository (two operators, a pod being
 // replaced), so a sweep deletes only what is clearly stale: a scratch
 // branch created more than staleScratchAge ago. A commit takes seconds
