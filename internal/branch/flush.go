@@ -46,6 +46,9 @@ func (w *Worker) push(ctx context.Context) {
 		if committed {
 			w.budget.spend(w.cfg.Clock.Now())
 		}
+		if w.cfg.OnSettled != nil {
+			w.cfg.OnSettled(win.target)
+		}
 		w.retry = w.cfg.retryBackoff()
 		now = w.cfg.Clock.Now()
 	}

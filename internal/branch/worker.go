@@ -56,6 +56,11 @@ type Config struct {
 	OnCommit func(CommitInfo)
 	// OnError is told when a target's writes could not be committed.
 	OnError func(TargetKey, error)
+	// OnSettled is told when a target's window went through: committed, or
+	// already all in Git so nothing was committed. Either way an earlier
+	// OnError of that target no longer holds; a retry that finds nothing
+	// to change makes no commit, so OnCommit alone would never say so.
+	OnSettled func(TargetKey)
 	// OnPlanned is told, for each planned window, which objects it carried
 	// and which of those the planner would not write safely; the rest of
 	// the window is committed.

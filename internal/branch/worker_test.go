@@ -273,6 +273,40 @@ func TestContentATargetCannotManageHoldsBackOnlyThatTarget(t *testing.T) {
 	require.NotEmpty(t, show(t, "parked", "other/team/configmaps/c.yaml"))
 }
 
+// TestARetryWithNothingToCommitStillSettlesTheTarget: a window whose
+// writes are already in Git fails on a human's file that is not a
+// Kubernetes object; once the file is removed the retry commits nothing, and
+// the worker must still say the target's window went through, or its status
+// keeps the old failure.
+func TestARetryWithNothingToCommitStillSettlesTheTarget(t *testing.T) {
+	first := newWorker(t, "settled", nil, nil)
+	write(t, first, branch.Author{}, cm("a", "1"))
+	flush(t, first)
+	pushExternal(t, "settled", "mirror/values.yaml")
+
+	// After a restart the replay writes what is already in Git.
+	settled := make(chan branch.TargetKey, 16)
+	w := startWorker(t, "settled", nil, func(c *branch.Config) {
+		c.OnSettled = func(k branch.TargetKey) { settled <- k }
+	})
+	write(t, w, branch.Author{}, cm("a", "1"))
+	var unsupported *manifest.UnsupportedContentError
+	require.ErrorAs(t, w.Flush(context.Background(), target), &unsupported)
+	require.Empty(t, settled, "a failed window does not settle")
+
+	_, err := git.RemoveFiles("settled", []string{"mirror/values.yaml"}, "human removes values.yaml")
+	require.NoError(t, err)
+	before := commits(t, "settled")
+	select {
+	case k := <-settled:
+		require.Equal(t, target, k, "the retry settles the target")
+	case <-time.After(30 * time.Second):
+		require.Fail(t, "the retry never settled the target")
+	}
+	flush(t, w)
+	require.Equal(t, before, commits(t, "settled"), "the retry had nothing to commit")
+}
+
 // TestAPlanningFailureNamesTheGitTargetOnce: each layer of the error adds
 // only what it knows, so the target and its root appear once in the text a
 // user reads in the GitTarget's condition.

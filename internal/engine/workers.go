@@ -56,6 +56,7 @@ func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSe
 	}
 	cfg.OnCommit = e.committed
 	cfg.OnError = e.failed
+	cfg.OnSettled = e.settled
 	cfg.OnPlanned = e.planned
 	w := branch.New(cfg)
 	ctx, cancel := context.WithCancel(runCtx)
@@ -124,4 +125,21 @@ func (e *Engine) failed(target branch.TargetKey, err error) {
 	}
 	e.mu.Unlock()
 	e.notify(target)
+}
+
+// settled forgets a target's last failure once one of its windows went
+// through, with or without a commit: a retry that finds its writes already
+// in Git (the content that failed it since removed) makes no commit, and
+// the status must not keep naming the failure until some later one.
+func (e *Engine) settled(target branch.TargetKey) {
+	e.mu.Lock()
+	t := e.targets[target]
+	cleared := t != nil && t.lastError != nil
+	if cleared {
+		t.lastError = nil
+	}
+	e.mu.Unlock()
+	if cleared {
+		e.notify(target)
+	}
 }

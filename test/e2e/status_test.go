@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -52,23 +50,46 @@ func TestStatusRecoversOnceUnsupportedContentIsRemoved(t *testing.T) {
 	waitReady(t, m.ns, m.target)
 }
 
+// TestStatusRecoversWhenTheRetryHasNothingToCommit: the replay after a
+// restart meets a human's non-Kubernetes file while its objects are already
+// in Git; once the human removes the file the retried replay succeeds with
+// nothing to commit, and the status must still return to GitPathAccepted=True
+// (it kept naming the removed file until some later commit).
+func TestStatusRecoversWhenTheRetryHasNothingToCommit(t *testing.T) {
+	m := newMirror(t, "unsupported-noop", "configmaps")
+	apply(t, configMap(m.ns, "app", map[string]string{"k": "v"}))
+	stop := startOperator(t)
+	eventually(t, "the ConfigMap in Git", func() bool {
+		return gitFile(t, m.repo, m.path+"/unsupported-noop/configmaps/app.yaml") != ""
+	})
+	waitReady(t, m.ns, m.target)
+	stop()
+
+	notes := m.path + "/notes.yaml"
+	pushExternalCommit(t, m.repo, notes, "just: a note\n")
+	startOperator(t)
+	eventually(t, "GitPathAccepted=False/UnsupportedContent", func() bool {
+		c := targetCondition(t, m.ns, m.target, v1alpha3.ConditionGitPathAccepted)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha3.ReasonUnsupportedContent
+	})
+	removeExternally(t, m.repo, notes)
+	head, err := env.git.Git(m.repo, "rev-parse", "main")
+	require.NoError(t, err)
+	eventually(t, "GitPathAccepted=True", func() bool {
+		return conditionStatus(t, m.ns, m.target, v1alpha3.ConditionGitPathAccepted) == metav1.ConditionTrue
+	})
+	waitReady(t, m.ns, m.target)
+	after, err := env.git.Git(m.repo, "rev-parse", "main")
+	require.NoError(t, err)
+	require.Equal(t, head, after, "the retry had nothing to commit:\n%s", gitLog(t, m.repo))
+}
+
 // removeExternally deletes a file from main in a commit of its own, as a
 // human would.
 func removeExternally(t *testing.T, repo, path string) {
 	t.Helper()
-	dir := t.TempDir()
-	git := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Human", "GIT_AUTHOR_EMAIL=human@example.com",
-			"GIT_COMMITTER_NAME=Human", "GIT_COMMITTER_EMAIL=human@example.com")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "git %s: %s", strings.Join(args, " "), out)
-	}
-	git("clone", "--quiet", "--branch", "main", env.git.RepoPath(repo), ".")
-	git("rm", "--quiet", path)
-	git("commit", "--quiet", "-m", "human removes "+path)
-	git("push", "--quiet", "origin", "main")
+	_, err := env.git.RemoveFiles(repo, []string{path}, "human removes "+path)
+	require.NoError(t, err)
 }
 
 // TestEveryRefusedObjectIsVisible: a Secret without encryption and a

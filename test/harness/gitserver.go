@@ -203,6 +203,32 @@ func (s *GitServer) CreateRepoWithCommit(name string, files map[string]string) (
 // main branch of repository name, as another writer to the remote would, and
 // returns the new commit's hash.
 func (s *GitServer) CommitFiles(name string, files map[string]string, message string) (string, error) {
+	return s.commitOnMain(name, message, func(workTree string, git func(args ...string) error) error {
+		if err := writeFiles(workTree, files); err != nil {
+			return fmt.Errorf("writing files to commit: %w", err)
+		}
+		// Only the given paths: the work tree lacks the head's other files,
+		// which must stay as they are.
+		add := []string{"add", "--"}
+		for path := range files {
+			add = append(add, path)
+		}
+		return git(add...)
+	})
+}
+
+// RemoveFiles commits the removal of paths from the main branch of
+// repository name, as a human cleaning up would, and returns the new
+// commit's hash.
+func (s *GitServer) RemoveFiles(name string, paths []string, message string) (string, error) {
+	return s.commitOnMain(name, message, func(_ string, git func(args ...string) error) error {
+		return git(append([]string{"rm", "--cached", "--quiet", "--"}, paths...)...)
+	})
+}
+
+// commitOnMain commits on top of main what stage puts in the index, which
+// starts as main's tree; stage runs git on the index and an empty work tree.
+func (s *GitServer) commitOnMain(name, message string, stage func(workTree string, git func(args ...string) error) error) (string, error) {
 	workTree, err := os.MkdirTemp(s.tmpDir, "worktree-")
 	if err != nil {
 		return "", fmt.Errorf("creating a work tree to commit to %q: %w", name, err)
@@ -211,25 +237,19 @@ func (s *GitServer) CommitFiles(name string, files map[string]string, message st
 	// The index lives outside the work tree, so it is never staged itself.
 	env := append(commitIdentityEnv(), "GIT_INDEX_FILE="+workTree+".index")
 	defer os.Remove(workTree + ".index")
-	base := []string{"--git-dir=" + s.RepoPath(name), "--work-tree=" + workTree}
+	git := func(args ...string) error {
+		_, err := s.runGit(env, append([]string{"--git-dir=" + s.RepoPath(name), "--work-tree=" + workTree}, args...)...)
+		return err
+	}
 	if _, err := s.Git(name, "rev-parse", "--verify", "--quiet", "refs/heads/main"); err == nil {
-		if _, err := s.runGit(env, append(base, "read-tree", "refs/heads/main")...); err != nil {
+		if err := git("read-tree", "refs/heads/main"); err != nil {
 			return "", fmt.Errorf("reading the head of %q: %w", name, err)
 		}
 	}
-	if err := writeFiles(workTree, files); err != nil {
-		return "", fmt.Errorf("writing files to commit to %q: %w", name, err)
-	}
-	// Only the given paths: the work tree lacks the head's other files, which
-	// must stay as they are.
-	add := append(base, "add", "--")
-	for path := range files {
-		add = append(add, path)
-	}
-	if _, err := s.runGit(env, add...); err != nil {
+	if err := stage(workTree, git); err != nil {
 		return "", fmt.Errorf("staging a commit to %q: %w", name, err)
 	}
-	if _, err := s.runGit(env, append(base, "commit", "--quiet", "-m", message)...); err != nil {
+	if err := git("commit", "--quiet", "-m", message); err != nil {
 		return "", fmt.Errorf("committing to %q: %w", name, err)
 	}
 	return s.Git(name, "rev-parse", "refs/heads/main")
