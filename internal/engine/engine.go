@@ -45,7 +45,7 @@ type Engine struct {
 	opts Options
 	// changed carries GitTargets whose runtime state changed (a commit, a
 	// refusal, a failure), so their status is refreshed promptly.
-	changed chan event.GenericEvent
+	changed *notifier
 
 	mu      sync.Mutex
 	ctx     context.Context
@@ -59,7 +59,7 @@ type Engine struct {
 func New(opts Options) *Engine {
 	return &Engine{
 		opts:    opts,
-		changed: make(chan event.GenericEvent, 256),
+		changed: newNotifier(),
 		started: make(chan struct{}),
 		sources: map[string]*Source{},
 		workers: map[branch.Key]*workerEntry{},
@@ -69,7 +69,7 @@ func New(opts Options) *Engine {
 
 // Changed is the channel reconcilers watch (source.Channel) for GitTargets
 // whose status should be refreshed.
-func (e *Engine) Changed() <-chan event.GenericEvent { return e.changed }
+func (e *Engine) Changed() <-chan event.GenericEvent { return e.changed.out }
 
 // NeedLeaderElection: object-state work runs on the elected replica only.
 func (e *Engine) NeedLeaderElection() bool { return true }
@@ -81,6 +81,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.ctx = ctx
 	close(e.started)
 	e.mu.Unlock()
+	go e.changed.run(ctx)
 	<-ctx.Done()
 	e.stopAll()
 	return nil
@@ -111,11 +112,5 @@ func (e *Engine) stopAll() {
 }
 
 // notify queues a status refresh for a target without ever blocking a
-// worker: a full channel means a refresh is already queued.
-func (e *Engine) notify(t branch.TargetKey) {
-	ev := event.GenericEvent{Object: targetObject(t)}
-	select {
-	case e.changed <- ev:
-	default:
-	}
-}
+// worker; one already queued for it absorbs this one.
+func (e *Engine) notify(t branch.TargetKey) { e.changed.notify(t) }
