@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
@@ -46,19 +45,12 @@ func (r *GitProviderReconciler) refreshBudgetAfterCommit() handler.EventHandler 
 
 // committedTargetPredicate admits GitTarget updates whose last commit
 // changed: a worker spent requests on the target's provider.
-var committedTargetPredicate = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		before, okBefore := e.ObjectOld.(*v1alpha3.GitTarget)
-		after, okAfter := e.ObjectNew.(*v1alpha3.GitTarget)
-		if !okBefore || !okAfter || after.Status.LastCommit == nil {
-			return false
-		}
-		return before.Status.LastCommit == nil || before.Status.LastCommit.SHA != after.Status.LastCommit.SHA
-	},
-}
+var committedTargetPredicate = updatedWhere(func(before, after *v1alpha3.GitTarget) bool {
+	if after.Status.LastCommit == nil {
+		return false
+	}
+	return before.Status.LastCommit == nil || before.Status.LastCommit.SHA != after.Status.LastCommit.SHA
+})
 
 // providerOfCommittedTarget maps a GitTarget that committed to its
 // GitProvider, when that provider reports a request budget (a metered

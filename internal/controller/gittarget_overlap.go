@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -16,16 +18,21 @@ import (
 // pathHolder finds the GitTarget that keeps a path overlapping t's: one in
 // any namespace, through any GitProvider whose URL names the same
 // repository (forgeconn.RepositoryKey), on the same branch, that claimed
-// first. nil when t may have its path. A target whose GitProvider does not
-// exist writes nothing and holds nothing; when its provider appears, the
-// GitProvider watch re-checks every target of that repository.
+// first and holds its path (holdsPath). nil when t may have its path. A
+// target whose GitProvider does not exist writes nothing and holds nothing;
+// when its provider appears or becomes Ready, the GitProvider watch
+// re-checks every target of that repository, and when a target's own
+// checks or its first commit change whether it holds, the GitTarget watch
+// re-checks the targets overlapping it (pathClaimChanged).
 func (r *GitTargetReconciler) pathHolder(ctx context.Context, t *v1alpha3.GitTarget, provider *v1alpha3.GitProvider) (*v1alpha3.GitTarget, error) {
 	var others v1alpha3.GitTargetList
 	if err := r.Client.List(ctx, &others); err != nil {
 		return nil, fmt.Errorf("listing GitTargets to check path overlap: %w", err)
 	}
 	repository := forgeconn.RepositoryKey(provider.Spec.URL)
-	keys := map[client.ObjectKey]string{{Namespace: t.Namespace, Name: provider.Name}: repository}
+	providers := map[client.ObjectKey]providerFacts{
+		{Namespace: t.Namespace, Name: provider.Name}: {repository: repository, ready: isReady(provider.Status.Conditions)},
+	}
 	var holder *v1alpha3.GitTarget
 	for i := range others.Items {
 		o := &others.Items[i]
@@ -36,34 +43,94 @@ func (r *GitTargetReconciler) pathHolder(ctx context.Context, t *v1alpha3.GitTar
 		if holder != nil && claimedFirst(holder, o) {
 			continue
 		}
-		key, err := r.repositoryOf(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Spec.ProviderRef.Name}, keys)
+		facts, err := r.providerOf(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Spec.ProviderRef.Name}, providers)
 		if err != nil {
 			return nil, err
 		}
-		if key == repository {
+		if facts.repository == repository && holdsPath(o, facts.ready) {
 			holder = o
 		}
 	}
 	return holder, nil
 }
 
-// repositoryOf is the RepositoryKey of a GitProvider's URL, "" when it
-// does not exist; keys memoizes the lookups of one check.
-func (r *GitTargetReconciler) repositoryOf(ctx context.Context, provider client.ObjectKey, keys map[client.ObjectKey]string) (string, error) {
-	if key, ok := keys[provider]; ok {
-		return key, nil
+// holdsPath decides whether an older GitTarget on the same repository and
+// branch keeps its path against younger ones. Only a target that can
+// actually write holds, so a GitProvider with credentials that never work
+// (another tenant's, pointing at this repository) blocks nobody:
+//   - a target refused by its own checks (refusedOnItsOwn) holds nothing,
+//     whatever it wrote before: it is out of the engine until a human acts;
+//   - a target that has committed (status.lastCommit) holds, even while its
+//     GitProvider is not Ready: a provider that blips unready must not hand
+//     the path to a younger target, or both would sweep each other's files
+//     once it recovers;
+//   - any other target holds while its GitProvider is Ready, so a new
+//     target keeps its path before its first commit.
+//
+// GitPathAccepted is no evidence of a past write: providerReady overwrites
+// it with GitProviderNotReady during a blip, and status.lastCommit stays.
+func holdsPath(o *v1alpha3.GitTarget, providerReady bool) bool {
+	if refusedOnItsOwn(o) {
+		return false
+	}
+	return o.Status.LastCommit != nil || providerReady
+}
+
+// refusedOnItsOwn: the target's own checks refused it (Validated False:
+// GitProviderNotFound, BranchNotAllowed, PathOverlap; ClusterProviderReady
+// False: ClusterProviderNotFound, NamespaceNotAllowed, a bad kubeconfig).
+// Each of those removes it from the engine, so it writes nothing.
+func refusedOnItsOwn(o *v1alpha3.GitTarget) bool {
+	for _, typ := range []string{v1alpha3.ConditionValidated, v1alpha3.ConditionClusterProviderReady} {
+		if c := meta.FindStatusCondition(o.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionFalse {
+			return true
+		}
+	}
+	return false
+}
+
+// pathClaimSignal is what holdsPath reads from a target's status; a change
+// in it may change who holds a path.
+func pathClaimSignal(o *v1alpha3.GitTarget) string {
+	var signal string
+	for _, typ := range []string{v1alpha3.ConditionValidated, v1alpha3.ConditionClusterProviderReady} {
+		if c := meta.FindStatusCondition(o.Status.Conditions, typ); c != nil {
+			signal += string(c.Status)
+		}
+		signal += "/"
+	}
+	return fmt.Sprintf("%s%t", signal, o.Status.LastCommit != nil)
+}
+
+// providerFacts is what a path check needs of a GitProvider: the
+// RepositoryKey of its URL ("" when it does not exist) and whether it is
+// Ready.
+type providerFacts struct {
+	repository string
+	ready      bool
+}
+
+// providerOf reads a GitProvider's facts; known memoizes the lookups of
+// one check.
+func (r *GitTargetReconciler) providerOf(ctx context.Context, provider client.ObjectKey, known map[client.ObjectKey]providerFacts) (providerFacts, error) {
+	if facts, ok := known[provider]; ok {
+		return facts, nil
 	}
 	var gp v1alpha3.GitProvider
 	err := r.Client.Get(ctx, provider, &gp)
 	switch {
 	case apierrors.IsNotFound(err):
-		keys[provider] = ""
+		known[provider] = providerFacts{}
 	case err != nil:
-		return "", fmt.Errorf("reading GitProvider %s to check path overlap: %w", provider, err)
+		return providerFacts{}, fmt.Errorf("reading GitProvider %s to check path overlap: %w", provider, err)
 	default:
-		keys[provider] = forgeconn.RepositoryKey(gp.Spec.URL)
+		known[provider] = providerFacts{repository: forgeconn.RepositoryKey(gp.Spec.URL), ready: isReady(gp.Status.Conditions)}
 	}
-	return keys[provider], nil
+	return known[provider], nil
+}
+
+func isReady(conds []metav1.Condition) bool {
+	return meta.IsStatusConditionTrue(conds, v1alpha3.ConditionReady)
 }
 
 // pathOverlapMessage says who keeps the path and what the user can do:
@@ -98,10 +165,11 @@ func claimedFirst(other, t *v1alpha3.GitTarget) bool {
 	return other.Name < t.Name
 }
 
-// targetsOverlapping maps a deleted GitTarget to the targets whose paths
-// overlap its own on its branch, in any namespace: one of them may now
-// keep the path. Repositories are not compared here (the deleted target's
-// provider may be gone too); each target's reconcile decides.
+// targetsOverlapping maps a deleted GitTarget, or one whose path claim
+// changed (pathClaimChanged), to the targets whose paths overlap its own on
+// its branch, in any namespace: one of them may now keep the path, or lose
+// it. Repositories are not compared here (the deleted target's provider may
+// be gone too); each target's reconcile decides.
 func (r *GitTargetReconciler) targetsOverlapping(ctx context.Context, obj client.Object) []reconcile.Request {
 	gone, ok := obj.(*v1alpha3.GitTarget)
 	if !ok {

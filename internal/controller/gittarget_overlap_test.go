@@ -48,3 +48,74 @@ func TestTheOlderTargetClaimsFirstThenNamespaceThenName(t *testing.T) {
 		})
 	}
 }
+
+func TestOnlyATargetThatCanWriteHoldsItsPath(t *testing.T) {
+	condition := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason}
+	}
+	committed := &v1alpha3.CommitReference{SHA: "abc"}
+	tests := []struct {
+		name          string
+		conditions    []metav1.Condition
+		lastCommit    *v1alpha3.CommitReference
+		providerReady bool
+		want          bool
+	}{
+		{"new, provider Ready", nil, nil, true, true},
+		{"new, provider never Ready (credentials that cannot work)", nil, nil, false, false},
+		{"validated, provider not Ready, never committed", []metav1.Condition{
+			condition(v1alpha3.ConditionValidated, metav1.ConditionTrue, v1alpha3.ReasonSucceeded),
+			condition(v1alpha3.ConditionGitPathAccepted, metav1.ConditionFalse, v1alpha3.ReasonGitProviderNotReady),
+		}, nil, false, false},
+		{"committed, provider blips unready", []metav1.Condition{
+			condition(v1alpha3.ConditionValidated, metav1.ConditionTrue, v1alpha3.ReasonSucceeded),
+			condition(v1alpha3.ConditionGitPathAccepted, metav1.ConditionFalse, v1alpha3.ReasonGitProviderNotReady),
+		}, committed, false, true},
+		{"branch not allowed, provider Ready", []metav1.Condition{
+			condition(v1alpha3.ConditionValidated, metav1.ConditionFalse, v1alpha3.ReasonBranchNotAllowed),
+		}, nil, true, false},
+		{"branch not allowed after committing", []metav1.Condition{
+			condition(v1alpha3.ConditionValidated, metav1.ConditionFalse, v1alpha3.ReasonBranchNotAllowed),
+		}, committed, true, false},
+		{"itself refused for an overlap", []metav1.Condition{
+			condition(v1alpha3.ConditionValidated, metav1.ConditionFalse, v1alpha3.ReasonPathOverlap),
+		}, nil, true, false},
+		{"namespace not allowed by its ClusterProvider", []metav1.Condition{
+			condition(v1alpha3.ConditionValidated, metav1.ConditionTrue, v1alpha3.ReasonSucceeded),
+			condition(v1alpha3.ConditionClusterProviderReady, metav1.ConditionFalse, v1alpha3.ReasonNamespaceNotAllowed),
+		}, committed, true, false},
+		{"source unreachable for a moment", []metav1.Condition{
+			condition(v1alpha3.ConditionValidated, metav1.ConditionTrue, v1alpha3.ReasonSucceeded),
+			condition(v1alpha3.ConditionClusterProviderReady, metav1.ConditionTrue, v1alpha3.ReasonSucceeded),
+			condition(v1alpha3.ConditionSourceClusterReachable, metav1.ConditionFalse, v1alpha3.ReasonSourceUnreachable),
+		}, nil, true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &v1alpha3.GitTarget{Status: v1alpha3.GitTargetStatus{LastCommit: tc.lastCommit}}
+			o.Status.Conditions = tc.conditions
+			require.Equal(t, tc.want, holdsPath(o, tc.providerReady))
+		})
+	}
+}
+
+func TestAPathClaimSignalChangesWithWhatHoldsPathReads(t *testing.T) {
+	base := &v1alpha3.GitTarget{}
+	validated := base.DeepCopy()
+	validated.Status.Conditions = []metav1.Condition{{Type: v1alpha3.ConditionValidated, Status: metav1.ConditionTrue}}
+	refused := base.DeepCopy()
+	refused.Status.Conditions = []metav1.Condition{{Type: v1alpha3.ConditionValidated, Status: metav1.ConditionFalse}}
+	committed := validated.DeepCopy()
+	committed.Status.LastCommit = &v1alpha3.CommitReference{SHA: "abc"}
+	nextCommit := committed.DeepCopy()
+	nextCommit.Status.LastCommit.SHA = "def"
+	notWritable := validated.DeepCopy()
+	notWritable.Status.Conditions = append(notWritable.Status.Conditions,
+		metav1.Condition{Type: v1alpha3.ConditionGitPathAccepted, Status: metav1.ConditionFalse})
+
+	require.NotEqual(t, pathClaimSignal(base), pathClaimSignal(validated), "first checked")
+	require.NotEqual(t, pathClaimSignal(validated), pathClaimSignal(refused), "refused on its own")
+	require.NotEqual(t, pathClaimSignal(validated), pathClaimSignal(committed), "first commit")
+	require.Equal(t, pathClaimSignal(committed), pathClaimSignal(nextCommit), "later commits change nothing")
+	require.Equal(t, pathClaimSignal(validated), pathClaimSignal(notWritable), "conditions holdsPath does not read")
+}

@@ -21,7 +21,8 @@ import (
 )
 
 // SetupWithManager registers the reconciler with narrow dependency watches:
-// the deletion of a GitTarget (an overlapping one may now keep the path),
+// the deletion of a GitTarget or a change in whether it holds its path (an
+// overlapping one may now keep the path, or lose it),
 // spec changes and Ready transitions of providers (and a GitProvider's new
 // signing key, for every target of its repository), rule changes, namespace label changes, CRD changes, and the
 // engine's runtime notifications.
@@ -30,7 +31,7 @@ func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("gittarget").
 		For(&v1alpha3.GitTarget{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha3.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.targetsOverlapping),
-			builder.WithPredicates(deleted())).
+			builder.WithPredicates(predicate.Or(deleted(), pathClaimChanged()))).
 		Watches(&v1alpha3.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfRepository),
 			builder.WithPredicates(predicate.Or(specOrReadyChanged(), signingKeyChanged()))).
 		Watches(&v1alpha3.ClusterProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfClusterProvider),
@@ -61,6 +62,33 @@ func deleted() predicate.Predicate {
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// pathClaimChanged admits a GitTarget status update that may change
+// whether it holds its path (pathClaimSignal): its own checks passing or
+// refusing it, its first commit. Without it a younger target would wait
+// for the periodic resync to give the path back to, or take it from, an
+// older one whose GitProvider did not change (a younger target checked
+// while the older one's status still said GitProviderNotFound, or a
+// ClusterProvider that starts or stops admitting the older one's
+// namespace).
+func pathClaimChanged() predicate.Predicate {
+	return updatedWhere(func(before, after *v1alpha3.GitTarget) bool { return pathClaimSignal(before) != pathClaimSignal(after) })
+}
+
+// updatedWhere admits only updates of a T, and only those where
+// changed(before, after) holds.
+func updatedWhere[T client.Object](changed func(before, after T) bool) predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			before, okBefore := e.ObjectOld.(T)
+			after, okAfter := e.ObjectNew.(T)
+			return okBefore && okAfter && changed(before, after)
+		},
 	}
 }
 

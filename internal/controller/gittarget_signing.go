@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
@@ -60,14 +59,7 @@ func (r *GitTargetReconciler) stopWhenSigningUnavailable(ctx context.Context, ru
 // changed: the key was rotated, and the targets rebuild their workers with
 // it now rather than at their next resync.
 func signingKeyChanged() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			before, okBefore := e.ObjectOld.(*v1alpha3.GitProvider)
-			after, okAfter := e.ObjectNew.(*v1alpha3.GitProvider)
-			return okBefore && okAfter && before.Status.SigningPublicKey != after.Status.SigningPublicKey
-		},
-	}
+	return updatedWhere(func(before, after *v1alpha3.GitProvider) bool {
+		return before.Status.SigningPublicKey != after.Status.SigningPublicKey
+	})
 }

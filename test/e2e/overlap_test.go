@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -118,4 +119,63 @@ func TestAnOlderTargetWhoseProviderAppearsTakesItsPathBack(t *testing.T) {
 		return gitFile(t, repo, "clusters/a/"+older+"/configmaps/mine.yaml") != ""
 	})
 	waitReady(t, older, "mirror")
+}
+
+// TestAnOlderTargetWhoseCredentialsCannotWorkHoldsNoPath: a tenant in
+// another namespace points a GitProvider with a wrong password at this
+// repository and creates a GitTarget with path "." before the owner does.
+// That provider never becomes Ready and its target never commits, so it
+// holds no path: the owner's younger target on the same repository and
+// branch mirrors. (It used to be refused with PathOverlap naming the
+// tenant's target.)
+func TestAnOlderTargetWhoseCredentialsCannotWorkHoldsNoPath(t *testing.T) {
+	const repo, intruder, owner = "squatted", "squat-intruder", "squat-owner"
+	_, err := env.git.CreateBareRepo(repo)
+	require.NoError(t, err)
+	ctx := context.Background()
+	// The intruder's namespace sorts first, so its target is the older one
+	// even when both are created within one second.
+	apply(t,
+		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: intruder}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: intruder, Name: "git-credentials"},
+			StringData: map[string]string{"username": gitUser, "password": "wrong"}},
+		gitProvider(intruder, "repo", strings.TrimSuffix(env.git.HTTPURL(repo), ".git")),
+		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: intruder, Name: "everything"},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: "."}},
+	)
+	// No periodic resync: only the watches decide.
+	startOperatorWith(t, func(o *operator.Options) { o.TargetResync = time.Hour })
+	eventually(t, "the intruder's provider refused", func() bool {
+		var gp v1alpha3.GitProvider
+		if env.kube.Client().Get(ctx, client.ObjectKey{Namespace: intruder, Name: "repo"}, &gp) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(gp.Status.Conditions, v1alpha3.ConditionReady)
+		return c != nil && c.Reason == v1alpha3.ReasonUnauthorized
+	})
+	eventually(t, "the intruder's target waits for its provider", func() bool {
+		c := targetCondition(t, intruder, "everything", v1alpha3.ConditionReady)
+		return c != nil && c.Reason == v1alpha3.ReasonGitProviderNotReady
+	})
+
+	m := mirrorSetup{ns: owner, repo: repo, target: "mirror", path: "clusters"}
+	apply(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: owner}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: owner, Name: "git-credentials"},
+			StringData: map[string]string{"username": gitUser, "password": gitPassword}},
+		gitProvider(owner, "repo", env.git.HTTPURL(repo)),
+		configMap(owner, "mine", map[string]string{"k": "v"}),
+		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: owner, Name: m.target},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: m.path}},
+		watchRule(owner, "rule", m.target, "configmaps"),
+	)
+	eventually(t, "the owner's ConfigMap in Git", func() bool {
+		return gitFile(t, repo, m.path+"/"+owner+"/configmaps/mine.yaml") != ""
+	})
+	waitReady(t, owner, m.target)
+	var squatter v1alpha3.GitTarget
+	require.NoError(t, env.kube.Client().Get(ctx, client.ObjectKey{Namespace: intruder, Name: "everything"}, &squatter))
+	require.Nil(t, squatter.Status.LastCommit, "the intruder's target never wrote")
 }
