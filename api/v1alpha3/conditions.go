@@ -92,7 +92,8 @@ const (
 	ReasonBranchNotAllowed = "BranchNotAllowed"
 	// ReasonPathOverlap: an older GitTarget writing the same repository and
 	// branch, in any namespace and through any GitProvider, owns a path that
-	// contains or is contained by this one.
+	// contains or is contained by this one. Only a target that can write
+	// holds a path (see holdsPath in internal/controller).
 	ReasonPathOverlap = "PathOverlap"
 	// ReasonUnsupportedContent: the Git path holds content the operator cannot
 	// manage safely; nothing is written until a human cleans it.
