@@ -179,3 +179,57 @@ func TestAnOlderTargetWhoseCredentialsCannotWorkHoldsNoPath(t *testing.T) {
 	require.NoError(t, env.kube.Client().Get(ctx, client.ObjectKey{Namespace: intruder, Name: "everything"}, &squatter))
 	require.Nil(t, squatter.Status.LastCommit, "the intruder's target never wrote")
 }
+
+// TestAnOlderTargetAdmittedLaterTakesItsPathBack: an older target whose
+// ClusterProvider does not admit its namespace is refused by its own
+// checks and holds no path, so a younger one in another namespace mirrors
+// meanwhile. Once its ClusterProvider admits it, the younger one is
+// checked again without a periodic resync (no GitProvider changed; the
+// older target's status change is watched) and refused.
+func TestAnOlderTargetAdmittedLaterTakesItsPathBack(t *testing.T) {
+	const repo, older, younger, narrow = "admitted-later", "admit-a", "admit-b", "admit-narrow"
+	_, err := env.git.CreateBareRepo(repo)
+	require.NoError(t, err)
+	ctx := context.Background()
+	credentials := func(ns string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-credentials"},
+			StringData: map[string]string{"username": gitUser, "password": gitPassword}}
+	}
+	olderTarget := &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: older, Name: "mirror"},
+		Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: "clusters",
+			ClusterProviderRef: &v1alpha3.ClusterProviderReference{Name: narrow}}}
+	// The older target is created first and its namespace sorts first.
+	apply(t,
+		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
+		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: narrow},
+			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Names: []string{"nobody"}}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: older}}, credentials(older),
+		gitProvider(older, "repo", env.git.HTTPURL(repo)), olderTarget,
+	)
+	apply(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: younger}}, credentials(younger),
+		gitProvider(younger, "repo", env.git.HTTPURL(repo)),
+		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: younger, Name: "mirror"},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: "clusters/b"}},
+		watchRule(younger, "rule", "mirror", "configmaps"), configMap(younger, "theirs", map[string]string{"k": "v"}),
+	)
+	startOperatorWith(t, func(o *operator.Options) { o.TargetResync = time.Hour })
+	eventually(t, "the older target refused by its ClusterProvider", func() bool {
+		c := targetCondition(t, older, "mirror", v1alpha3.ConditionClusterProviderReady)
+		return c != nil && c.Reason == v1alpha3.ReasonNamespaceNotAllowed
+	})
+	eventually(t, "the younger target mirrors while the older is not admitted", func() bool {
+		return gitFile(t, repo, "clusters/b/"+younger+"/configmaps/theirs.yaml") != ""
+	})
+
+	var cp v1alpha3.ClusterProvider
+	require.NoError(t, env.kube.Client().Get(ctx, client.ObjectKey{Name: narrow}, &cp))
+	cp.Spec.AllowedNamespaces.Names = []string{older}
+	require.NoError(t, env.kube.Client().Update(ctx, &cp))
+	eventually(t, "the younger target refused, naming the older", func() bool {
+		c := targetCondition(t, younger, "mirror", v1alpha3.ConditionValidated)
+		return c != nil && c.Reason == v1alpha3.ReasonPathOverlap && strings.Contains(c.Message, older+"/mirror")
+	})
+	waitReady(t, older, "mirror")
+}
