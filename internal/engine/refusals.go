@@ -81,6 +81,9 @@ func (s refusalSet) planned(carried []manifest.ObjectID) bool {
 // replayed drops the refusals of scope's objects the replay did not report:
 // they were deleted while no watch ran.
 func (s refusalSet) replayed(scope manifest.SweepScope, reported []watch.ObjectKey) bool {
+	if len(s) == 0 {
+		return false
+	}
 	seen := make(map[watch.ObjectKey]bool, len(reported))
 	for _, k := range reported {
 		seen[k] = true

@@ -176,9 +176,9 @@ func (m *Metrics) Conflict(k branch.Key) { m.conflicts.WithLabelValues(workerVal
 // Refused implements branch.Observer.
 func (m *Metrics) Refused(_ branch.Key, reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
-// Forwarded implements mirror.Observer.
+// Forwarded implements mirror.Observer; the target's other series were
+// made when its replay ended (Replayed), not on every event.
 func (m *Metrics) Forwarded(t branch.TargetKey, kind string, _ manifest.ObjectID) {
-	m.zeroTarget(t)
 	m.forwarded.WithLabelValues(t.Namespace, t.Name, kind).Inc()
 }
 

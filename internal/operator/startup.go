@@ -114,9 +114,8 @@ func waitForAPIServer(ctx context.Context, cfg *rest.Config, backoff wait.Backof
 // startBlocker names what the operator still waits for before it can
 // start ("" for nothing), with the error that says so.
 func startBlocker(client discovery.DiscoveryInterface, host string) (string, error) {
-	if _, err := client.ServerGroups(); apiServerUnavailable(err) {
-		return "waiting for the API server at " + host + ": " + err.Error(), err
-	}
+	// One request tells both apart: no answer (or 5xx, 429) is an API
+	// server that is not there yet, 404 one that does not serve our kinds.
 	gv := v1alpha3.GroupVersion.String()
 	_, err := client.ServerResourcesForGroupVersion(gv)
 	switch {
