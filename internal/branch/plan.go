@@ -74,15 +74,8 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 func describe(res manifest.Result) []Change {
 	out := make([]Change, 0, len(res.Objects))
 	for _, o := range res.Objects {
-		out = append(out, Change{Operation: string(o.Action), APIVersion: apiVersion(o.ID), Kind: o.ID.Kind,
+		out = append(out, Change{Operation: string(o.Action), APIVersion: o.ID.APIVersion(), Kind: o.ID.Kind,
 			Namespace: o.ID.Namespace, Name: o.ID.Name, Path: o.Path})
 	}
 	return out
-}
-
-func apiVersion(id manifest.ObjectID) string {
-	if id.Group == "" {
-		return id.Version
-	}
-	return id.Group + "/" + id.Version
 }

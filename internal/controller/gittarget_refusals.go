@@ -8,7 +8,6 @@ import (
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/engine"
-	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
 
 const (
@@ -73,7 +72,7 @@ func (r *GitTargetReconciler) reportRefusals(run *targetRun, refused []engine.Re
 func refusedSummary(refused []engine.Refusal) *v1alpha3.RefusedSummary {
 	s := &v1alpha3.RefusedSummary{Count: int32(len(refused))}
 	for _, f := range refused[:min(len(refused), refusedListed)] {
-		s.Objects = append(s.Objects, v1alpha3.RefusedObject{APIVersion: apiVersionOf(f.Object), Kind: f.Object.Kind,
+		s.Objects = append(s.Objects, v1alpha3.RefusedObject{APIVersion: f.Object.APIVersion(), Kind: f.Object.Kind,
 			Namespace: f.Object.Namespace, Name: f.Object.Name, Reason: f.Reason})
 	}
 	return s
@@ -118,11 +117,4 @@ func describeRefusal(f engine.Refusal) string {
 		s += ", " + f.Detail
 	}
 	return s + ")"
-}
-
-func apiVersionOf(id manifest.ObjectID) string {
-	if id.Group == "" {
-		return id.Version
-	}
-	return id.Group + "/" + id.Version
 }

@@ -13,6 +13,15 @@ type ObjectID struct {
 	Group, Version, Kind, Resource, Namespace, Name string
 }
 
+// APIVersion is the object's apiVersion: "version" for the core group,
+// "group/version" otherwise.
+func (id ObjectID) APIVersion() string {
+	if id.Group == "" {
+		return id.Version
+	}
+	return id.Group + "/" + id.Version
+}
+
 // String renders the identity as "group/Kind namespace/name", with "core"
 // for the core group and no namespace for cluster-scoped objects.
 func (id ObjectID) String() string {
