@@ -228,7 +228,7 @@ func (o *targetObserver) Replayed(t branch.TargetKey) { o.engine.notify(t) }
 
 // StreamPhase refreshes the target's status at once: StreamsRunning
 // follows every stream's replay, failure and recovery, not the resync.
-func (o *targetObserver) StreamPhase(t branch.TargetKey, _ watch.Scope, _ watch.Phase) {
+func (o *targetObserver) StreamPhase(t branch.TargetKey) {
 	o.engine.notify(t)
 }
 

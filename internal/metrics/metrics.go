@@ -207,7 +207,7 @@ func (m *Metrics) ReplayEnded(branch.TargetKey, manifest.SweepScope, []watch.Obj
 func (m *Metrics) StreamForbidden(branch.TargetKey, watch.Forbidden) {}
 
 // StreamPhase implements mirror.Observer.
-func (m *Metrics) StreamPhase(branch.TargetKey, watch.Scope, watch.Phase) {}
+func (m *Metrics) StreamPhase(branch.TargetKey) {}
 
 // StreamObserver implements mirror.Observer.
 func (m *Metrics) StreamObserver() watch.Observer { return streamObserver{m} }

@@ -32,8 +32,8 @@ type Observer interface {
 	// Replayed: every stream of the target has finished its replay.
 	Replayed(target branch.TargetKey)
 	// StreamPhase: one of the target's streams changed phase (replaying,
-	// running, failing).
-	StreamPhase(target branch.TargetKey, scope watch.Scope, phase watch.Phase)
+	// running, failing, not served); the target's summary says which.
+	StreamPhase(target branch.TargetKey)
 	// StreamForbidden: the source's RBAC began refusing a stream's list or
 	// watch; the stream retries with backoff.
 	StreamForbidden(target branch.TargetKey, refusal watch.Forbidden)
@@ -177,7 +177,7 @@ func (t *Target) startLocked(key claimKey, c rules.Claim) {
 		OnForbidden: func(refusal watch.Forbidden) {
 			t.observer.StreamForbidden(t.Key, refusal)
 		},
-		OnPhase: func(p watch.Phase) { t.observer.StreamPhase(t.Key, watch.Scope{GVR: c.GVR, Namespace: c.Namespace}, p) },
+		OnPhase: func(watch.Phase) { t.observer.StreamPhase(t.Key) },
 	}
 	sctx, cancel := context.WithCancel(t.ctx)
 	r := &running{claim: c, stream: stream, cancel: cancel, done: make(chan struct{})}
@@ -282,4 +282,4 @@ func (nopObserver) ObjectRefused(branch.TargetKey, string, manifest.ObjectID)   
 func (nopObserver) StreamObserver() watch.Observer                                       { return watch.NopObserver{} }
 func (nopObserver) Replayed(branch.TargetKey)                                            {}
 func (nopObserver) StreamForbidden(branch.TargetKey, watch.Forbidden)                    {}
-func (nopObserver) StreamPhase(branch.TargetKey, watch.Scope, watch.Phase)               {}
+func (nopObserver) StreamPhase(branch.TargetKey)                                         {}
