@@ -25,6 +25,10 @@ const (
 	// forgeGitHub is the GitHub API forge against the GitHub simulator
 	// (test/sim/github), served by this process on loopback.
 	forgeGitHub forgeKind = "github"
+	// forgeGiteaPush is go-git over smart HTTP to the same Gitea, with the
+	// same token: the reference the Gitea API forge is measured against
+	// (scenario F only).
+	forgeGiteaPush forgeKind = "gitea-push"
 )
 
 var allForges = []forgeKind{forgeGit, forgeGitea, forgeGitHub}
@@ -32,7 +36,12 @@ var allForges = []forgeKind{forgeGit, forgeGitea, forgeGitHub}
 // forEachForge runs a scenario once per forge, as sub-benchmarks named
 // after the forge, so `-bench 'ColdStart/gitea'` selects one.
 func forEachForge(b *testing.B, scenario func(b *testing.B, fk forgeKind)) {
-	for _, fk := range allForges {
+	forEachForgeOf(b, allForges, scenario)
+}
+
+// forEachForgeOf is forEachForge over kinds, in their order.
+func forEachForgeOf(b *testing.B, kinds []forgeKind, scenario func(b *testing.B, fk forgeKind)) {
+	for _, fk := range kinds {
 		b.Run(string(fk), func(b *testing.B) { scenario(b, fk) })
 	}
 }
@@ -79,7 +88,7 @@ func newForgeRepo(e *benchEnv, fk forgeKind, name, path string, simOpts ...ghsim
 		return &forgeRepo{kind: fk, url: e.git.HTTPURL(name), forge: v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGit},
 			secret: map[string]string{"username": gitUser, "password": gitPassword},
 			remote: bareRemote{gitDir: e.git.RepoPath(name), path: path}}, nil
-	case forgeGitea:
+	case forgeGitea, forgeGiteaPush:
 		g, err := e.giteaServer()
 		if err != nil {
 			return nil, err
@@ -89,9 +98,15 @@ func newForgeRepo(e *benchEnv, fk forgeKind, name, path string, simOpts ...ghsim
 			return nil, err
 		}
 		owner := repo.Owner.UserName
-		return &forgeRepo{kind: fk, url: g.server.HTTPCloneURL(owner, name), forge: v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea},
+		r := &forgeRepo{kind: fk, url: g.server.HTTPCloneURL(owner, name), forge: v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea},
 			secret: map[string]string{"token": g.server.Token()},
-			remote: bareRemote{gitDir: g.repoPath(owner, name), path: path}}, nil
+			remote: bareRemote{gitDir: g.repoPath(owner, name), path: path}}
+		if fk == forgeGiteaPush {
+			// Gitea takes a token as the password of HTTP basic auth.
+			r.forge = v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGit}
+			r.secret = map[string]string{"username": g.server.AdminUser(), "password": g.server.Token()}
+		}
+		return r, nil
 	case forgeGitHub:
 		sim := ghsim.Start(simOpts...)
 		sim.AddToken(githubOperatorToken)

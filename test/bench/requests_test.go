@@ -42,7 +42,7 @@ func startMark(e *benchEnv, m *mirror) (requestMark, error) {
 	if m.repo.github != nil {
 		mark.simLog = m.repo.github.sim.RequestCount()
 	}
-	if m.repo.kind == forgeGitea {
+	if m.repo.kind == forgeGitea || m.repo.kind == forgeGiteaPush {
 		g, err := e.giteaServer()
 		if err != nil {
 			return mark, err
