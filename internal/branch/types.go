@@ -63,6 +63,10 @@ type Write struct {
 	Sensitive bool
 	// Received is when the watch delivered the event, for latency metrics.
 	Received time.Time
+	// Replay marks an object reported by a replay still in progress: it
+	// holds the window open until the target's replay completes (see
+	// window.replaying).
+	Replay bool
 }
 
 // Sweep is a replay's mark-and-sweep for one type in one scope: managed

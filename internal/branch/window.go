@@ -20,6 +20,12 @@ type window struct {
 	// reconcile marks a window that carries a replay's state, rendered with
 	// the reconcile message template.
 	reconcile bool
+	// replaying marks a window that holds part of a replay whose target
+	// has not finished replaying: it stays open until the replay completes
+	// (Sync with closeWindow), so a replay is one commit whatever the
+	// commit window. Only replaySilence without events closes it earlier,
+	// for a stream that never completes its replay.
+	replaying bool
 	// opened bounds how long a steady stream of changes keeps the window
 	// open; lastEvent starts the silence that closes it.
 	opened, lastEvent time.Time
@@ -37,8 +43,25 @@ func maxWindowAge(silence time.Duration) time.Duration {
 	return max(silence, min(4*silence, 10*time.Minute))
 }
 
+// replaySilence is the shortest silence that closes a window holding an
+// unfinished replay: the default commit window. A replay's events come
+// close together, but not within a 1 ms window when twenty streams replay
+// at once; a stream that cannot complete its replay (forbidden, a type no
+// longer served) must not hold its siblings' objects back for longer.
+const replaySilence = 5 * time.Second
+
+// heldSilence is the decision how long a silence closes the window: the
+// commit window, and at least replaySilence while a replay is in progress.
+func heldSilence(silence time.Duration, replaying bool) time.Duration {
+	if replaying {
+		return max(silence, replaySilence)
+	}
+	return silence
+}
+
 // closesAt is when the window closes unless another change arrives first.
 func (w *window) closesAt(silence time.Duration) time.Time {
+	silence = heldSilence(silence, w.replaying)
 	bySilence := w.lastEvent.Add(silence)
 	if byAge := w.opened.Add(maxWindowAge(silence)); byAge.Before(bySilence) {
 		return byAge
@@ -59,6 +82,7 @@ func (w *window) absorb(later *window) {
 		w.add(later.writes[id], later.lastEvent)
 	}
 	w.reconcile = w.reconcile || later.reconcile
+	w.replaying = w.replaying || later.replaying
 }
 
 func (w *window) accepts(target TargetKey, author Author) bool {
@@ -85,14 +109,16 @@ func (w *window) add(wr Write, now time.Time) {
 	w.writes[key] = wr
 	w.bytes += len(wr.YAML)
 	w.lastEvent = now
+	w.replaying = w.replaying || wr.Replay
 }
 
-// addSweep adds a replay's sweep. A write already in the window for an
+// addSweep adds a replay's sweep; replaying says the target's replay goes
+// on in other streams. A write already in the window for an
 // object the sweep covers but the replay did not find is older than the
 // replay (the object was deleted while the stream was down): it is dropped,
 // since the window plans sweeps before writes and the stale write would
 // otherwise keep the deleted object in Git.
-func (w *window) addSweep(s Sweep, now time.Time) {
+func (w *window) addSweep(s Sweep, replaying bool, now time.Time) {
 	present := make(map[manifest.ObjectID]bool, len(s.Present))
 	for _, id := range s.Present {
 		present[identity(id)] = true
@@ -109,6 +135,7 @@ func (w *window) addSweep(s Sweep, now time.Time) {
 	w.order = kept
 	w.sweeps = append(w.sweeps, s)
 	w.reconcile = true
+	w.replaying = w.replaying || replaying
 	w.lastEvent = now
 }
 

@@ -28,6 +28,27 @@ func TestASteadyStreamStillClosesTheWindow(t *testing.T) {
 	require.Equal(t, time.Hour, maxWindowAge(time.Hour), "never less than one silence")
 }
 
+func TestAnUnfinishedReplayHoldsTheWindowPastAShortSilence(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	silence := time.Millisecond
+	win := newWindow(TargetKey{Name: "t"}, Author{}, start)
+	replayed := testWrite("a")
+	replayed.Replay = true
+	win.add(replayed, start)
+	require.Equal(t, start.Add(replaySilence), win.closesAt(silence), "a replay's window outlasts a 1 ms silence")
+
+	swept := newWindow(TargetKey{Name: "t"}, Author{}, start)
+	swept.addSweep(Sweep{}, true, start)
+	require.Equal(t, start.Add(replaySilence), swept.closesAt(silence), "so does one stream's sweep while others replay")
+
+	live := newWindow(TargetKey{Name: "t"}, Author{}, start)
+	live.add(testWrite("b"), start)
+	live.addSweep(Sweep{}, false, start)
+	require.Equal(t, start.Add(silence), live.closesAt(silence), "the last sweep of a replay does not hold")
+
+	require.Equal(t, 10*time.Second, heldSilence(10*time.Second, true), "a longer commit window stays")
+}
+
 func TestPendingWindowsOfOneTargetAndAuthorMerge(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a, b := TargetKey{Name: "a"}, TargetKey{Name: "b"}
@@ -40,7 +61,7 @@ func TestPendingWindowsOfOneTargetAndAuthorMerge(t *testing.T) {
 		return win
 	}
 	withSweep := pending(a, Author{}, "swept")
-	withSweep.addSweep(Sweep{}, now)
+	withSweep.addSweep(Sweep{}, false, now)
 	w := &Worker{cfg: Config{BufferMax: 1 << 20}, pending: []*window{
 		pending(a, Author{}, "1", "2"),
 		pending(b, Author{}, "3"),
@@ -79,7 +100,7 @@ func TestASweepDropsAStaleWriteOfAnObjectTheReplayDidNotFind(t *testing.T) {
 	for _, wr := range []Write{gone, stays, other} {
 		win.add(wr, now)
 	}
-	win.addSweep(Sweep{Scope: manifest.SweepScope{Kind: "ConfigMap", Namespace: "ns"}, Present: []manifest.ObjectID{stays.ID}}, now)
+	win.addSweep(Sweep{Scope: manifest.SweepScope{Kind: "ConfigMap", Namespace: "ns"}, Present: []manifest.ObjectID{stays.ID}}, false, now)
 	var names []string
 	for _, wr := range win.orderedWrites() {
 		names = append(names, wr.ID.Name)

@@ -262,7 +262,7 @@ func (w *Worker) handle(ctx context.Context, msg any) {
 		}
 	case syncMsg:
 		if m.sweep != nil {
-			w.openWindow(m.target, w.cfg.Committer, now).addSweep(*m.sweep, now)
+			w.openWindow(m.target, w.cfg.Committer, now).addSweep(*m.sweep, !m.closeWindow, now)
 		}
 		if m.closeWindow && w.window != nil && w.window.target == m.target {
 			w.finalize(ctx)

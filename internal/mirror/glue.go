@@ -74,7 +74,8 @@ func (g *streamGlue) upsert(ctx context.Context, ev watch.Event) error {
 		g.present = append(g.present, id)
 	}
 	g.target.observer.Forwarded(g.target.Key, "upsert", id)
-	return g.target.sink.Write(ctx, g.target.Key, branch.Author{}, branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received})
+	return g.target.sink.Write(ctx, g.target.Key, branch.Author{},
+		branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received, Replay: ev.Replay})
 }
 
 // synced hands the replay's sweep to the worker. A sensitive type that

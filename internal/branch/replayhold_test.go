@@ -1,0 +1,95 @@
+package branch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+)
+
+// emptyRepository is a forge on an empty repository that records the
+// commits it is asked for and accepts each one.
+type emptyRepository struct {
+	forges.Forge
+	commits []forges.CommitRequest
+}
+
+func (r *emptyRepository) Head(context.Context, string) (string, error) {
+	if len(r.commits) == 0 {
+		return "", forges.ErrEmptyRepository
+	}
+	return "0000000000000000000000000000000000000001", nil
+}
+
+func (r *emptyRepository) Commit(_ context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
+	r.commits = append(r.commits, req)
+	return forges.CommitResult{Commit: "0000000000000000000000000000000000000001"}, nil
+}
+
+func (r *emptyRepository) CommitURL(string) string { return "" }
+
+// replayed is ConfigMap name in namespace as a replay reports it.
+func replayed(namespace, name string) Write {
+	return Write{ID: manifest.ObjectID{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: namespace, Name: name},
+		YAML:   []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: " + namespace + "\n"),
+		Replay: true}
+}
+
+// The worker's loop is driven by hand here (handle, tick) on a fake clock,
+// so "the window did not close" is exact rather than a race.
+func TestAReplayOverManyStreamsIsOneCommitWhateverTheWindow(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	forge := &emptyRepository{}
+	w := New(Config{Key: Key{Branch: "main"}, Forge: forge, Clock: clock, CommitWindow: time.Millisecond, Log: testr.New(t)})
+	key := TargetKey{Namespace: "team", Name: "mirror"}
+	w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+
+	for _, ns := range []string{"one", "two", "three"} {
+		wr := replayed(ns, "cm")
+		w.handle(ctx, writeMsg{target: key, write: wr})
+		clock.Step(time.Second) // far past the 1 ms window
+		w.tick(ctx)
+		last := ns == "three"
+		w.handle(ctx, syncMsg{target: key, closeWindow: last,
+			sweep: &Sweep{Scope: manifest.SweepScope{Kind: "ConfigMap", Namespace: ns}, Present: []manifest.ObjectID{wr.ID}}})
+		if !last {
+			clock.Step(time.Second)
+			w.tick(ctx)
+			require.Empty(t, forge.commits, "the replay of %s is done but the target's is not", ns)
+		}
+	}
+	require.Len(t, forge.commits, 1, "the target's replay completed: one commit")
+	require.Len(t, forge.commits[0].Changes, 4, "three objects and the README")
+
+	live := replayed("one", "live")
+	live.Replay = false
+	w.handle(ctx, writeMsg{target: key, write: live})
+	clock.Step(time.Second)
+	w.tick(ctx)
+	require.Len(t, forge.commits, 2, "after the replay the 1 ms window holds nothing back")
+}
+
+func TestAReplayThatNeverCompletesHoldsItsWindowOnlyForAReplaySilence(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	forge := &emptyRepository{}
+	w := New(Config{Key: Key{Branch: "main"}, Forge: forge, Clock: clock, CommitWindow: time.Millisecond, Log: testr.New(t)})
+	key := TargetKey{Namespace: "team", Name: "mirror"}
+	w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+	wr := replayed("ns", "cm")
+	w.handle(ctx, writeMsg{target: key, write: wr})
+	w.handle(ctx, syncMsg{target: key, sweep: &Sweep{Scope: manifest.SweepScope{Kind: "ConfigMap", Namespace: "ns"}, Present: []manifest.ObjectID{wr.ID}}})
+	clock.Step(replaySilence - time.Millisecond)
+	w.tick(ctx)
+	require.Empty(t, forge.commits)
+	clock.Step(time.Millisecond) // another stream is stuck: its siblings go out
+	w.tick(ctx)
+	require.Len(t, forge.commits, 1)
+}
