@@ -39,6 +39,23 @@ type Reader interface {
 	Blob(ctx context.Context, id string) ([]byte, error)
 }
 
+// ConcurrentReader is implemented by forges that serve several reads at
+// once. A forge that does not say takes one read at a time: GitHub asks
+// clients to make requests serially
+// (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests).
+type ConcurrentReader interface {
+	// ReadConcurrency is how many blob reads a caller may keep in flight.
+	ReadConcurrency() int
+}
+
+// ReadConcurrency is how many blob reads r takes at once: at least one.
+func ReadConcurrency(r Reader) int {
+	if c, ok := r.(ConcurrentReader); ok && c.ReadConcurrency() > 1 {
+		return c.ReadConcurrency()
+	}
+	return 1
+}
+
 // DefaultBrancher is implemented by forges that can tell which branch the
 // repository's HEAD names: the branch a clone checks out and pull requests
 // target by default. The branch worker starts a new branch from its head, so

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
@@ -171,30 +172,48 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (map[string]
 	if err != nil {
 		return nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
 	}
+	var missing []forges.TreeEntry
 	for _, e := range entries {
 		if !isYAML(e.Path) {
 			files[e.Path] = nil
 			continue
 		}
-		content, err := s.blob(ctx, e.BlobID)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", e.Path, err)
+		if content, ok := s.blobs.get(e.BlobID); ok {
+			files[e.Path] = content
+			continue
 		}
-		files[e.Path] = content
+		missing = append(missing, e)
+	}
+	contents, err := readBlobs(ctx, s.forge, missing)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range missing {
+		s.blobs.put(e.BlobID, contents[i])
+		files[e.Path] = contents[i]
 	}
 	return files, nil
 }
 
-func (s *branchState) blob(ctx context.Context, id string) ([]byte, error) {
-	if b, ok := s.blobs.get(id); ok {
-		return b, nil
+// readBlobs reads the blobs of entries, as many at a time as the forge
+// takes (forges.ReadConcurrency); contents[i] is entries[i]'s. A restart
+// reads every file that changed while the operator was down, and one
+// round trip after another is most of its time on an API forge.
+func readBlobs(ctx context.Context, reader forges.Reader, entries []forges.TreeEntry) ([][]byte, error) {
+	contents := make([][]byte, len(entries))
+	group, ctx := errgroup.WithContext(ctx)
+	group.SetLimit(forges.ReadConcurrency(reader))
+	for i, e := range entries {
+		group.Go(func() error {
+			content, err := reader.Blob(ctx, e.BlobID)
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", e.Path, err)
+			}
+			contents[i] = content
+			return nil
+		})
 	}
-	b, err := s.forge.Blob(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	s.blobs.put(id, b)
-	return b, nil
+	return contents, group.Wait()
 }
 
 // committed moves the state to a commit the worker made: the changed target
