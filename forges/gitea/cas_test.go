@@ -297,3 +297,38 @@ func TestCommitWithoutChanges(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "a: 1\n", content)
 }
+
+// refusingPusher is a Pusher the server will not take pushes from.
+type refusingPusher struct{ calls int }
+
+func (p *refusingPusher) Commit(context.Context, forges.CommitRequest) (forges.CommitResult, error) {
+	p.calls++
+	return forges.CommitResult{}, forges.Errorf(forges.KindForbidden, "push", errors.New("HTTP git is disabled"))
+}
+
+func (p *refusingPusher) Head(context.Context, string) (string, error) {
+	p.calls++
+	return "", forges.Errorf(forges.KindForbidden, "ls-remote", errors.New("HTTP git is disabled"))
+}
+
+func TestAServerThatRefusesPushesGetsTheCommitsThroughChangeFiles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := createRepo(t, "refused-push", map[string]string{"README.md": "seed\n"})
+	pusher := &refusingPusher{}
+	client, err := New(Options{BaseURL: server.URL(), Owner: server.AdminUser(), Repo: repo, Token: server.Token(), Pusher: pusher})
+	require.NoError(t, err)
+	head, err := client.Head(ctx, "main")
+	require.NoError(t, err)
+	author := forges.Signature{Name: "Operator", Email: "op@example.com", When: time.Now()}
+	for i := range 2 {
+		res, err := client.Commit(ctx, forges.CommitRequest{Branch: "main", ExpectedHead: head, Message: "edit",
+			Author: author, Committer: author, Changes: []forges.FileChange{{Path: "a.yaml", Content: fmt.Appendf(nil, "v: %d\n", i)}}})
+		require.NoError(t, err)
+		head = res.Commit
+	}
+	content, ok := fileAt(t, repo, "main", "a.yaml")
+	require.True(t, ok)
+	require.Equal(t, "v: 1\n", content)
+	require.Equal(t, 1, pusher.calls, "after the refusal every read and commit goes through the API")
+}

@@ -8,15 +8,17 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/forges"
 )
 
 var (
-	_ forges.Forge           = (*Client)(nil)
-	_ forges.Prober          = (*Client)(nil)
-	_ forges.DefaultBrancher = (*Client)(nil)
+	_ forges.Forge            = (*Client)(nil)
+	_ forges.Prober           = (*Client)(nil)
+	_ forges.DefaultBrancher  = (*Client)(nil)
+	_ forges.ConcurrentReader = (*Client)(nil)
 )
 
 const (
@@ -51,6 +53,29 @@ type Options struct {
 	// Now is the clock that dates scratch branches and judges their age;
 	// nil means time.Now.
 	Now func() time.Time
+	// Pusher, when set, makes the commits instead of ChangeFiles and reads
+	// the heads: the git forge on CloneURL with the same token, which was
+	// faster at every size measured (see pushes).
+	Pusher Pusher
+}
+
+// Pusher commits over the Git protocol. Its Commit keeps forges.Writer's
+// compare-and-swap: receive-pack moves the branch only from the expected
+// head. Head is the branch as receive-pack sees it.
+type Pusher interface {
+	forges.Writer
+	Head(ctx context.Context, branch string) (string, error)
+}
+
+// CloneURL is the smart-HTTP URL of the repository opts names, where a
+// Pusher pushes: Gitea takes an access token as the password of HTTP basic
+// auth.
+func CloneURL(opts Options) (string, error) {
+	webURL, err := webRoot(opts.BaseURL)
+	if err != nil {
+		return "", err
+	}
+	return webURL + "/" + opts.Owner + "/" + strings.TrimSuffix(opts.Repo, ".git") + ".git", nil
 }
 
 // Client reads and writes one Gitea repository through the API. It is
@@ -67,7 +92,11 @@ type Client struct {
 	// exercise paging.
 	treePageSize int
 	now          func() time.Time
-	sweep        struct {
+	pusher       Pusher
+	// pushRefused is set once the server refused a push: later commits go
+	// through ChangeFiles.
+	pushRefused atomic.Bool
+	sweep       struct {
 		sync.Mutex
 		next time.Time
 	}
@@ -97,6 +126,7 @@ func New(opts Options) (*Client, error) {
 	}
 	client := &Client{
 		now:          now,
+		pusher:       opts.Pusher,
 		webURL:       webURL,
 		apiURL:       webURL + apiRoot,
 		owner:        opts.Owner,
@@ -178,10 +208,21 @@ func (c *Client) DefaultBranch(ctx context.Context) (string, error) {
 // name exactly. Gitea answers 404 both for a missing branch and for a
 // repository without commits; the repository's "empty" flag tells them
 // apart, at the cost of a second request only on the 404.
+//
+// With a Pusher the head is what the Git protocol advertises (one
+// ls-remote): the ref that receive-pack compares a push against. Gitea
+// updates the branch its API reports from a queue after a push, so the API
+// can show the old head for a moment after one.
 func (c *Client) Head(ctx context.Context, branch string) (string, error) {
 	op := "read head of " + branch
 	if branch == "" {
 		return "", forges.Errorf(forges.KindNotFound, op, errors.New("empty branch name"))
+	}
+	if c.pushes() {
+		head, err := c.pusher.Head(ctx, branch)
+		if !c.refused(err) {
+			return head, err
+		}
 	}
 	var found branchResponse
 	err := c.call(ctx, http.MethodGet, c.repoPath("/branches/"+escapeRef(branch)), nil, nil, &found)

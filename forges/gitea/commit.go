@@ -38,6 +38,14 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 	if err != nil {
 		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
 	}
+	if c.pushes() {
+		if res, ok, err := c.push(ctx, req); ok {
+			if err == nil {
+				c.sweepStaleScratch(ctx) // left by earlier commits through ChangeFiles
+			}
+			return res, err
+		}
+	}
 	var commit string
 	switch {
 	case req.ExpectedHead != "":

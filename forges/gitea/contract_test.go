@@ -47,15 +47,28 @@ func TestForgeContract(t *testing.T) {
 	forgetest.Run(t, giteaFixture{}, forgetest.Options{RefusesSigner: true})
 }
 
+// TestForgeContractThroughPush runs it again with the commits pushed over
+// Gitea's smart HTTP (Options.Pusher), as the operator configures the
+// client: the same guarantees, through the other path.
+func TestForgeContractThroughPush(t *testing.T) {
+	t.Parallel()
+	forgetest.Run(t, giteaFixture{push: true}, forgetest.Options{RefusesSigner: true})
+}
+
 // giteaFixture makes repositories with the SDK as the administrator and
 // observes them through the SDK, never through the client under test.
-type giteaFixture struct{}
+// With push, the clients commit through a git push.
+type giteaFixture struct{ push bool }
 
-func (giteaFixture) NewRepo(t *testing.T, name string, seed map[string]string) forgetest.Repo {
+func (f giteaFixture) NewRepo(t *testing.T, name string, seed map[string]string) forgetest.Repo {
 	repo := createRepo(t, name, seed)
+	client := newClient
+	if f.push {
+		client = newPushingClient
+	}
 	return forgetest.Repo{
-		Forge:            newClient(t, repo, server.Token()),
-		WrongCredentials: newClient(t, repo, "not-a-token-gitea-issued"),
+		Forge:            client(t, repo, server.Token()),
+		WrongCredentials: client(t, repo, "not-a-token-gitea-issued"),
 		File: func(t *testing.T, branch, path string) (string, bool) {
 			return fileAt(t, repo, branch, path)
 		},

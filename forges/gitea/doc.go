@@ -12,7 +12,21 @@
 // below the prefix. Blob reads git/blobs/{id}. Nothing is cached: blobs are
 // content-addressed and the branch worker caches them by id.
 //
-// # Commits and the compare-and-swap on the head
+// # Commits through a push
+//
+// With Options.Pusher (the git forge on the repository's smart-HTTP URL,
+// the token as the basic-auth password: how the operator configures it)
+// every commit is a git push and Head is an ls-remote. A push was faster
+// than ChangeFiles at every size measured, and needs no scratch branch:
+// receive-pack moves the branch only from the expected head, which is the
+// compare-and-swap itself. Reads (Tree, Blob), the probe and the default
+// branch stay on the API. A server that refuses git over HTTP (403 with
+// DISABLE_HTTP_GIT, or 401) switches the client to the API path below
+// for good. After the first push into an empty repository the client waits
+// (at most 30 s) for Gitea to clear the repository's "empty" flag, which
+// it does from a queue; until then its API shows no files.
+//
+// # Commits through the API and the compare-and-swap on the head
 //
 // ChangeFiles (POST contents) writes many files in one commit with author,
 // committer and dates, but takes no expected head: it commits on top of

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/gogit"
 )
 
 // uniqueName is a repository or user name unique to this run of the test,
@@ -66,6 +67,20 @@ func encode(content string) string { return base64.StdEncoding.EncodeToString([]
 func newClient(t *testing.T, repo, token string) *Client {
 	t.Helper()
 	client, err := New(Options{BaseURL: server.URL(), Owner: server.AdminUser(), Repo: repo, Token: token})
+	require.NoError(t, err)
+	return client
+}
+
+// newPushingClient is newClient that commits through a git push with the
+// same token, as the operator builds it.
+func newPushingClient(t *testing.T, repo, token string) *Client {
+	t.Helper()
+	opts := Options{BaseURL: server.URL(), Owner: server.AdminUser(), Repo: repo, Token: token}
+	cloneURL, err := CloneURL(opts)
+	require.NoError(t, err)
+	opts.Pusher, err = gogit.New(gogit.Options{URL: cloneURL, Auth: gogit.BasicAuth{Username: "git", Password: token}})
+	require.NoError(t, err)
+	client, err := New(opts)
 	require.NoError(t, err)
 	return client
 }

@@ -160,6 +160,16 @@ func parseFileMode(mode string) forges.FileMode {
 	return forges.ModeRegular
 }
 
+// blobReadConcurrency is how many blob reads callers may keep in flight:
+// Gitea serves each request on its own goroutine, and eight reads in
+// flight cut a restart's read of a hundred changed files from one round
+// trip after another to an eighth of it, without crowding a small server.
+const blobReadConcurrency = 8
+
+// ReadConcurrency tells callers they may read blobs blobReadConcurrency
+// at a time.
+func (c *Client) ReadConcurrency() int { return blobReadConcurrency }
+
 // Blob returns the content of the blob id. Gitea leaves the content out of
 // blobs above its API limit (10 MiB by default), which is ErrTooLarge. The
 // content is checked against id, because callers cache it by id forever.

@@ -133,11 +133,29 @@ func openGitea(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt 
 	if spec.Forge != nil && spec.Forge.APIURL != "" {
 		baseURL = spec.Forge.APIURL
 	}
-	client, err := gitea.New(gitea.Options{BaseURL: baseURL, Owner: owner, Repo: repo, Token: token, HTTPClient: httpClient(rt)})
+	opts := gitea.Options{BaseURL: baseURL, Owner: owner, Repo: repo, Token: token, HTTPClient: httpClient(rt)}
+	if opts.Pusher, err = giteaPusher(opts, creds.Username); err != nil {
+		return nil, fmt.Errorf("opening the gitea forge: %w", err)
+	}
+	client, err := gitea.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening the gitea forge: %w", err)
 	}
 	return client, nil
+}
+
+// giteaPusher is the git forge on the repository's smart-HTTP URL with the
+// API token as the basic-auth password, through which the Gitea forge
+// pushes its large commits.
+func giteaPusher(opts gitea.Options, username string) (gitea.Pusher, error) {
+	cloneURL, err := gitea.CloneURL(opts)
+	if err != nil {
+		return nil, err
+	}
+	if username == "" {
+		username = tokenOnlyUsername
+	}
+	return gogit.New(gogit.Options{URL: cloneURL, Auth: gogit.BasicAuth{Username: username, Password: opts.Token}})
 }
 
 // httpClient is a client over rt, nil for the forge's default.
