@@ -311,6 +311,15 @@ func (p *refusingPusher) Head(context.Context, string) (string, error) {
 	return "", forges.Errorf(forges.KindForbidden, "ls-remote", errors.New("HTTP git is disabled"))
 }
 
+func (p *refusingPusher) Tree(context.Context, string, string) ([]forges.TreeEntry, error) {
+	p.calls++
+	return nil, forges.Errorf(forges.KindForbidden, "fetch", errors.New("HTTP git is disabled"))
+}
+
+func (p *refusingPusher) Blob(context.Context, string) ([]byte, error) {
+	return nil, forges.Errorf(forges.KindNotFound, "read blob", errors.New("fetched nothing"))
+}
+
 func TestAServerThatRefusesPushesGetsTheCommitsThroughChangeFiles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

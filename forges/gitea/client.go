@@ -54,17 +54,19 @@ type Options struct {
 	// nil means time.Now.
 	Now func() time.Time
 	// Pusher, when set, makes the commits instead of ChangeFiles and reads
-	// the heads: the git forge on CloneURL with the same token, which was
-	// faster at every size measured (see pushes).
+	// heads and trees: the git forge on CloneURL with the same token,
+	// which was faster at every size measured (see pushes).
 	Pusher Pusher
 }
 
-// Pusher commits over the Git protocol. Its Commit keeps forges.Writer's
-// compare-and-swap: receive-pack moves the branch only from the expected
-// head. Head is the branch as receive-pack sees it.
+// Pusher is a repository over the Git protocol. Its Commit keeps
+// forges.Writer's compare-and-swap: receive-pack moves the branch only from
+// the expected head. Head is the branch as receive-pack sees it; Tree
+// fetches the commit's files, which the push then builds on and Blob reads
+// without a request.
 type Pusher interface {
+	forges.Reader
 	forges.Writer
-	Head(ctx context.Context, branch string) (string, error)
 }
 
 // CloneURL is the smart-HTTP URL of the repository opts names, where a

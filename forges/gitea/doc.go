@@ -16,11 +16,13 @@
 //
 // With Options.Pusher (the git forge on the repository's smart-HTTP URL,
 // the token as the basic-auth password: how the operator configures it)
-// every commit is a git push and Head is an ls-remote. A push was faster
-// than ChangeFiles at every size measured, and needs no scratch branch:
-// receive-pack moves the branch only from the expected head, which is the
-// compare-and-swap itself. Reads (Tree, Blob), the probe and the default
-// branch stay on the API. A server that refuses git over HTTP (403 with
+// every commit is a git push, Head is an ls-remote and Tree a depth-1
+// fetch of the commit, whose files Blob then reads without a request (and
+// the next push builds on). A push was faster than ChangeFiles at every
+// size measured, and needs no scratch branch: receive-pack moves the
+// branch only from the expected head, which is the compare-and-swap
+// itself. The probe, the default branch and blobs of no fetched commit
+// stay on the API. A server that refuses git over HTTP (403 with
 // DISABLE_HTTP_GIT, or 401) switches the client to the API path below
 // for good. After the first push into an empty repository the client waits
 // (at most 30 s) for Gitea to clear the repository's "empty" flag, which

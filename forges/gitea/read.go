@@ -24,7 +24,17 @@ import (
 // prefix's own tree instead (one request per path segment) and pages
 // through that: a target's reads grow with its own files, not with the
 // repository's.
+//
+// With a Pusher the tree is read from the commit's files fetched over the
+// Git protocol (one depth-1 fetch, which the next push builds on), and
+// Blob finds their contents without a request.
 func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.TreeEntry, error) {
+	if c.pushes() {
+		entries, err := c.pusher.Tree(ctx, commit, prefix)
+		if !c.refused(err) {
+			return entries, err
+		}
+	}
 	op := "read tree of " + commit
 	if err := checkObjectID(commit); err != nil {
 		return nil, forges.Errorf(forges.KindNotFound, op, err)
@@ -174,6 +184,11 @@ func (c *Client) ReadConcurrency() int { return blobReadConcurrency }
 // blobs above its API limit (10 MiB by default), which is ErrTooLarge. The
 // content is checked against id, because callers cache it by id forever.
 func (c *Client) Blob(ctx context.Context, id string) ([]byte, error) {
+	if c.pusher != nil {
+		if content, err := c.pusher.Blob(ctx, id); err == nil {
+			return content, nil // a file of a commit fetched or pushed
+		}
+	}
 	op := "read blob " + id
 	if err := checkObjectID(id); err != nil {
 		return nil, forges.Errorf(forges.KindNotFound, op, err)
