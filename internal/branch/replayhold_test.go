@@ -41,15 +41,22 @@ func replayed(namespace, name string) Write {
 		Replay: true}
 }
 
-// The worker's loop is driven by hand here (handle, tick) on a fake clock,
-// so "the window did not close" is exact rather than a race.
-func TestAReplayOverManyStreamsIsOneCommitWhateverTheWindow(t *testing.T) {
-	ctx := context.Background()
+// handDrivenWorker is a worker with a 1 ms commit window on a fake clock,
+// on an empty repository, writing one GitTarget (key).
+func handDrivenWorker(t *testing.T) (*Worker, *emptyRepository, *clocktesting.FakeClock, TargetKey) {
 	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	forge := &emptyRepository{}
 	w := New(Config{Key: Key{Branch: "main"}, Forge: forge, Clock: clock, CommitWindow: time.Millisecond, Log: testr.New(t)})
 	key := TargetKey{Namespace: "team", Name: "mirror"}
 	w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+	return w, forge, clock, key
+}
+
+// The worker's loop is driven by hand here (handle, tick) on a fake clock,
+// so "the window did not close" is exact rather than a race.
+func TestAReplayOverManyStreamsIsOneCommitWhateverTheWindow(t *testing.T) {
+	ctx := context.Background()
+	w, forge, clock, key := handDrivenWorker(t)
 
 	for _, ns := range []string{"one", "two", "three"} {
 		wr := replayed(ns, "cm")
@@ -78,11 +85,7 @@ func TestAReplayOverManyStreamsIsOneCommitWhateverTheWindow(t *testing.T) {
 
 func TestAReplayThatNeverCompletesHoldsItsWindowOnlyForAReplaySilence(t *testing.T) {
 	ctx := context.Background()
-	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	forge := &emptyRepository{}
-	w := New(Config{Key: Key{Branch: "main"}, Forge: forge, Clock: clock, CommitWindow: time.Millisecond, Log: testr.New(t)})
-	key := TargetKey{Namespace: "team", Name: "mirror"}
-	w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+	w, forge, clock, key := handDrivenWorker(t)
 	wr := replayed("ns", "cm")
 	w.handle(ctx, writeMsg{target: key, write: wr})
 	w.handle(ctx, syncMsg{target: key, sweep: &Sweep{Scope: manifest.SweepScope{Kind: "ConfigMap", Namespace: "ns"}, Present: []manifest.ObjectID{wr.ID}}})
