@@ -320,12 +320,14 @@ func (p *refusingPusher) Blob(context.Context, string) ([]byte, error) {
 	return nil, forges.Errorf(forges.KindNotFound, "read blob", errors.New("fetched nothing"))
 }
 
-func TestAServerThatRefusesPushesGetsTheCommitsThroughChangeFiles(t *testing.T) {
+func TestAServerThatRefusesPushesGetsTheCommitsThroughChangeFilesForAnHour(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := createRepo(t, "refused-push", map[string]string{"README.md": "seed\n"})
 	pusher := &refusingPusher{}
-	client, err := New(Options{BaseURL: server.URL(), Owner: server.AdminUser(), Repo: repo, Token: server.Token(), Pusher: pusher})
+	now := time.Now()
+	client, err := New(Options{BaseURL: server.URL(), Owner: server.AdminUser(), Repo: repo, Token: server.Token(), Pusher: pusher,
+		Now: func() time.Time { return now }})
 	require.NoError(t, err)
 	head, err := client.Head(ctx, "main")
 	require.NoError(t, err)
@@ -340,4 +342,9 @@ func TestAServerThatRefusesPushesGetsTheCommitsThroughChangeFiles(t *testing.T) 
 	require.True(t, ok)
 	require.Equal(t, "v: 1\n", content)
 	require.Equal(t, 1, pusher.calls, "after the refusal every read and commit goes through the API")
+
+	now = now.Add(pushRetryAfter)
+	_, err = client.Head(ctx, "main")
+	require.NoError(t, err)
+	require.Equal(t, 2, pusher.calls, "an hour later the Git protocol is tried again")
 }

@@ -95,10 +95,10 @@ type Client struct {
 	treePageSize int
 	now          func() time.Time
 	pusher       Pusher
-	// pushRefused is set once the server refused a push: later commits go
-	// through ChangeFiles.
-	pushRefused atomic.Bool
-	sweep       struct {
+	// pushRefusedUntil (Unix nanoseconds) is when a client the server
+	// refused the Git protocol tries it again; until then it uses the API.
+	pushRefusedUntil atomic.Int64
+	sweep            struct {
 		sync.Mutex
 		next time.Time
 	}

@@ -24,7 +24,7 @@
 // itself. The probe, the default branch and blobs of no fetched commit
 // stay on the API. A server that refuses git over HTTP (403 with
 // DISABLE_HTTP_GIT, or 401) switches the client to the API path below
-// for good. After the first push into an empty repository the client waits
+// for an hour, then it tries again. After the first push into an empty repository the client waits
 // (at most 30 s) for Gitea to clear the repository's "empty" flag, which
 // it does from a queue; until then its API shows no files.
 //

@@ -10,15 +10,20 @@ import (
 	"github.com/configbutler/gitops-reverser/forges"
 )
 
+// pushRetryAfter is how long a client that was refused the Git protocol
+// stays on the API before it tries a push again: a refusal is most likely
+// the server's configuration, but may have been a proxy's passing state.
+const pushRetryAfter = time.Hour
+
 // pushes is the decision whether a commit goes through the Pusher: every
-// commit does, once a Pusher is set, until the server refused to be pushed
-// to. Measured on Gitea 1.27 (BenchmarkGiteaCommitPaths, docs/forges.md) a
+// commit does, once a Pusher is set, unless the server refused the Git
+// protocol within the last pushRetryAfter. Measured on Gitea 1.27 (BenchmarkGiteaCommitPaths, docs/forges.md) a
 // push was faster than ChangeFiles at every size, from one file in a
 // 10-file repository (0.56 s against 1.25 s) to 2,000 files (0.9 s against
 // 50 s), because ChangeFiles works in a temporary clone and runs git
 // processes per file.
 func (c *Client) pushes() bool {
-	return c.pusher != nil && !c.pushRefused.Load()
+	return c.pusher != nil && c.now().UnixNano() >= c.pushRefusedUntil.Load()
 }
 
 // push makes the commit with the Pusher. Its errors already speak the
@@ -49,8 +54,8 @@ const (
 
 // awaitNotEmpty waits until the API no longer reports the repository
 // empty. Gitea clears the flag from a queue after the first push; until it
-// does, its API answers 404 for the files and the branch the push made,
-// and a caller reading them back (a restart, a conflict) would see none.
+// does, its API answers as for an empty repository (404 for the branch and
+// the files the push made), and a caller reading them back would see none.
 // The commit is in either way: past emptyFlagWait such a read fails and is
 // retried like any transient answer.
 func (c *Client) awaitNotEmpty(ctx context.Context) {
@@ -74,11 +79,11 @@ func (c *Client) awaitNotEmpty(ctx context.Context) {
 // this client at all, rather than anything about the commit or the branch:
 // Gitea answers 403 when git over HTTP is disabled (DISABLE_HTTP_GIT), and
 // a proxy that passes only the API may answer 401 or 403. It then switches
-// the client to the API for good.
+// the client to the API for pushRetryAfter.
 func (c *Client) refused(err error) bool {
 	if !errors.Is(err, forges.ErrUnauthorized) && !errors.Is(err, forges.ErrForbidden) {
 		return false
 	}
-	c.pushRefused.Store(true)
+	c.pushRefusedUntil.Store(c.now().Add(pushRetryAfter).UnixNano())
 	return true
 }

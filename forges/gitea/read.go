@@ -171,9 +171,9 @@ func parseFileMode(mode string) forges.FileMode {
 }
 
 // blobReadConcurrency is how many blob reads callers may keep in flight:
-// Gitea serves each request on its own goroutine, and eight reads in
-// flight cut a restart's read of a hundred changed files from one round
-// trip after another to an eighth of it, without crowding a small server.
+// Gitea serves each request on its own goroutine, so a restart that must
+// read a hundred changed files waits for about an eighth of the round
+// trips, and eight is few enough not to crowd a small server.
 const blobReadConcurrency = 8
 
 // ReadConcurrency tells callers they may read blobs blobReadConcurrency

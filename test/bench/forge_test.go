@@ -145,7 +145,7 @@ func newProbeForge(ctx context.Context, e *benchEnv, fk forgeKind, name string, 
 	case forgeGitea:
 		var g *benchGitea
 		if g, err = e.giteaServer(); err == nil {
-			p.forge, err = g.probeClient(name, rt)
+			p.forge, err = g.operatorClient(name, rt)
 		}
 	case forgeGitHub:
 		sim := ghsim.Start()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/forges/gitea"
+	"github.com/configbutler/gitops-reverser/forges/gogit"
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
@@ -83,6 +84,25 @@ func (g *benchGitea) probeClient(name string, rt http.RoundTripper) (*gitea.Clie
 	}
 	return gitea.New(gitea.Options{BaseURL: g.server.URL(), Owner: repo.Owner.UserName, Repo: name,
 		Token: g.server.Token(), HTTPClient: &http.Client{Transport: rt}})
+}
+
+// operatorClient is probeClient configured as the operator configures its
+// Gitea forge (internal/forgeconn): commits pushed over smart HTTP with the
+// token.
+func (g *benchGitea) operatorClient(name string, rt http.RoundTripper) (*gitea.Client, error) {
+	if _, err := g.server.CreateRepo(name, true); err != nil {
+		return nil, err
+	}
+	opts := gitea.Options{BaseURL: g.server.URL(), Owner: g.server.AdminUser(), Repo: name,
+		Token: g.server.Token(), HTTPClient: &http.Client{Transport: rt}}
+	cloneURL, err := gitea.CloneURL(opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Pusher, err = gogit.New(gogit.Options{URL: cloneURL, Auth: gogit.BasicAuth{Username: g.server.AdminUser(), Password: g.server.Token()}}); err != nil {
+		return nil, err
+	}
+	return gitea.New(opts)
 }
 
 // repoPath is where Gitea keeps owner/name: a bare repository below its
