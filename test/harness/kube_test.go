@@ -2,6 +2,8 @@ package harness_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -116,6 +118,71 @@ current-context: sink
 			require.Equal(t, "EventList", list.Kind)
 			for _, item := range list.Items {
 				if item.Verb == "create" && item.ObjectRef.Name == "audited" {
+					return
+				}
+			}
+		case <-deadline:
+			require.FailNow(t, "no audit event for the ConfigMap create within 20s")
+		}
+	}
+}
+
+// TestKubeAuditWebhookPostsOverMutualTLSWithTheChartsPolicy proves the
+// attribution setup the docs describe: with the chart's audit policy and a
+// webhook kubeconfig carrying a client certificate, the API server posts a
+// write's ResponseComplete event, with its response object, to a receiver
+// that requires a certificate its client CA signed; reads are left out.
+func TestKubeAuditWebhookPostsOverMutualTLSWithTheChartsPolicy(t *testing.T) {
+	dir := t.TempDir()
+	serverCA, err := harness.NewCA("audit ingress")
+	require.NoError(t, err)
+	clientCA, err := harness.NewCA("audit clients")
+	require.NoError(t, err)
+	serving, err := serverCA.Server(dir, "ingress", "127.0.0.1")
+	require.NoError(t, err)
+	apiserver, err := clientCA.Client(dir, "apiserver", "kube-apiserver")
+	require.NoError(t, err)
+
+	batches := make(chan []byte, 64)
+	sink := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		batches <- body
+	}))
+	cert, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
+	require.NoError(t, err)
+	clients := x509.NewCertPool()
+	require.True(t, clients.AppendCertsFromPEM(clientCA.CertPEM))
+	sink.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clients}
+	sink.StartTLS()
+	t.Cleanup(sink.Close)
+	webhook, err := harness.WriteAuditWebhookConfig(dir, sink.URL+"/audit-webhook/default", serverCA.CertPEM, apiserver)
+	require.NoError(t, err)
+
+	kube := startKube(t, harness.KubeOptions{SkipCRDs: true, AuditPolicyFile: harness.AuditPolicyFile(),
+		AuditWebhookConfigFile: webhook, AuditBatchMaxWait: 200 * time.Millisecond})
+	ctx := context.Background()
+	require.NoError(t, kube.Client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "audited"}}))
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case body := <-batches:
+			var list struct {
+				Items []struct {
+					Stage          string          `json:"stage"`
+					Verb           string          `json:"verb"`
+					ResponseObject json.RawMessage `json:"responseObject"`
+					ObjectRef      struct {
+						Name string `json:"name"`
+					} `json:"objectRef"`
+				} `json:"items"`
+			}
+			require.NoError(t, json.Unmarshal(body, &list))
+			for _, item := range list.Items {
+				require.NotEqual(t, "RequestReceived", item.Stage, "the policy omits the RequestReceived stage")
+				require.NotContains(t, []string{"get", "list", "watch"}, item.Verb, "the policy leaves reads out")
+				if item.Verb == "create" && item.ObjectRef.Name == "audited" {
+					require.Equal(t, "ResponseComplete", item.Stage)
+					require.Contains(t, string(item.ResponseObject), `"resourceVersion"`, "the response object is in the event")
 					return
 				}
 			}
