@@ -56,6 +56,16 @@ type AttributionSpec struct {
 	AuditRoute string `json:"auditRoute,omitempty"`
 }
 
+// AuditRoute is the path segment this source's audit events arrive under,
+// /audit-webhook/<route>: spec.attribution.auditRoute, else the provider's
+// name.
+func (cp *ClusterProvider) AuditRoute() string {
+	if cp.Spec.Attribution != nil && cp.Spec.Attribution.AuditRoute != "" {
+		return cp.Spec.Attribution.AuditRoute
+	}
+	return cp.Name
+}
+
 // ClusterProviderStatus reports the connection's health.
 type ClusterProviderStatus struct {
 	CommonStatus `json:",inline"`

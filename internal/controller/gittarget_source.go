@@ -138,11 +138,11 @@ func (r *GitTargetReconciler) namespaceAdmitted(ctx context.Context, cp *v1alpha
 // cluster, or the kubeconfig in a Secret of the operator's namespace.
 func sourceConfig(ctx context.Context, secrets ctrl.Reader, local *rest.Config, operatorNamespace string,
 	cp *v1alpha3.ClusterProvider) (engine.SourceConfig, error) {
-	qps := fmt.Sprintf("qps=%d,burst=%d", cp.Spec.QPS, cp.Spec.Burst)
+	qps := fmt.Sprintf("qps=%d,burst=%d,route=%s", cp.Spec.QPS, cp.Spec.Burst, cp.AuditRoute())
 	if cp.Spec.KubeConfig == nil {
 		cfg := rest.CopyConfig(local)
 		applyRate(cfg, cp)
-		return engine.SourceConfig{Config: cfg, Local: true, Fingerprint: "local," + qps}, nil
+		return engine.SourceConfig{Config: cfg, Local: true, AuditRoute: cp.AuditRoute(), Fingerprint: "local," + qps}, nil
 	}
 	ref := cp.Spec.KubeConfig.SecretRef
 	key := orDefault(ref.Key, "value")
@@ -162,7 +162,7 @@ func sourceConfig(ctx context.Context, secrets ctrl.Reader, local *rest.Config, 
 		return engine.SourceConfig{}, fmt.Errorf("parsing the kubeconfig in Secret %s/%s: %w", operatorNamespace, ref.Name, err)
 	}
 	applyRate(cfg, cp)
-	return engine.SourceConfig{Config: cfg, Fingerprint: "secret=" + secret.ResourceVersion + "," + qps}, nil
+	return engine.SourceConfig{Config: cfg, AuditRoute: cp.AuditRoute(), Fingerprint: "secret=" + secret.ResourceVersion + "," + qps}, nil
 }
 
 func applyRate(cfg *rest.Config, cp *v1alpha3.ClusterProvider) {

@@ -25,6 +25,9 @@ const catalogRefresh = 30 * time.Second
 // the same server stay separate.
 type Source struct {
 	Name string
+	// AuditRoute is where the source's audit events arrive
+	// (/audit-webhook/<route>): the scope of its attribution facts.
+	AuditRoute string
 	// Local is the operator's own cluster, where CRD changes are watched.
 	Local       bool
 	Dynamic     dynamic.Interface
@@ -39,6 +42,8 @@ type SourceConfig struct {
 	Config *rest.Config
 	// Local is the operator's own cluster.
 	Local bool
+	// AuditRoute is the ClusterProvider's audit route.
+	AuditRoute string
 	// Fingerprint changes when the configuration does; a new one rebuilds the
 	// source.
 	Fingerprint string
@@ -114,7 +119,7 @@ func newSource(name string, sc SourceConfig, policy discovery.Policy) (*Source, 
 		return nil, fmt.Errorf("building the client of source %s: %w", name, err)
 	}
 	return &Source{
-		Name: name, Local: sc.Local, Dynamic: dyn, Kube: kube, fingerprint: sc.Fingerprint,
+		Name: name, AuditRoute: sc.AuditRoute, Local: sc.Local, Dynamic: dyn, Kube: kube, fingerprint: sc.Fingerprint,
 		Catalog: &discovery.Catalog{Discovery: kube.Discovery(), Policy: policy},
 	}, nil
 }
