@@ -19,6 +19,17 @@ type flags struct {
 	leaderElect                                                 bool
 	branchBufferMaxSize, additionalSensitive                    string
 	targetResync                                                time.Duration
+	attribution                                                 attributionFlags
+}
+
+// attributionFlags are the audit attribution flags.
+type attributionFlags struct {
+	enabled                                bool
+	transport, routeAnnotationKey          string
+	bindAddress, certFile, keyFile, caFile string
+	insecure                               bool
+	grace, factTTL                         time.Duration
+	replicas                               int
 }
 
 func defaultFlags() flags {
@@ -27,7 +38,9 @@ func defaultFlags() flags {
 		ns = "gitops-reverser"
 	}
 	return flags{metricsAddr: ":8080", probeAddr: ":8081", leaderElect: true, operatorNamespace: ns,
-		branchBufferMaxSize: "8Mi", targetResync: 30 * time.Second}
+		branchBufferMaxSize: "8Mi", targetResync: 30 * time.Second,
+		attribution: attributionFlags{enabled: true, transport: operator.TransportMemory, bindAddress: ":9444",
+			grace: operator.DefaultAttributionGrace, factTTL: operator.DefaultFactTTL, replicas: 1}}
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -40,6 +53,34 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.additionalSensitive, "additional-sensitive-resources", f.additionalSensitive,
 		"Comma-separated resource.group names (e.g. sealedsecrets.bitnami.com) written only encrypted, besides core Secrets.")
 	fs.DurationVar(&f.targetResync, "target-resync-interval", f.targetResync, "How often a healthy GitTarget is checked again.")
+	f.attribution.bind(fs)
+}
+
+func (a *attributionFlags) bind(fs *flag.FlagSet) {
+	fs.BoolVar(&a.enabled, "author-attribution", a.enabled,
+		"Name the Kubernetes actor of each live change as its commit's author, from the API server's audit events (docs/attribution.md).")
+	fs.StringVar(&a.transport, "author-attribution-transport", a.transport,
+		"How attribution facts travel: memory (in process, one replica).")
+	fs.StringVar(&a.routeAnnotationKey, "author-attribution-audit-route-annotation-key", a.routeAnnotationKey,
+		"Enables the bare /audit-webhook, where each audit event names its route in this annotation.")
+	fs.DurationVar(&a.grace, "author-attribution-grace", a.grace, "How long a live change waits for its audit fact before it is committed unresolved.")
+	fs.DurationVar(&a.factTTL, "author-attribution-fact-ttl", a.factTTL, "How long an audit fact can name an author.")
+	fs.StringVar(&a.bindAddress, "audit-bind-address", a.bindAddress, "Address the audit ingress (HTTPS) binds to.")
+	fs.StringVar(&a.certFile, "audit-cert-file", a.certFile, "Serving certificate of the audit ingress (PEM).")
+	fs.StringVar(&a.keyFile, "audit-key-file", a.keyFile, "Private key of the audit ingress's serving certificate (PEM).")
+	fs.StringVar(&a.caFile, "audit-client-ca-file", a.caFile, "CA that signed the API server's audit client certificate (PEM).")
+	fs.BoolVar(&a.insecure, "audit-insecure", a.insecure, "Accept audit posts without a client certificate (never in production).")
+	fs.IntVar(&a.replicas, "replica-count", a.replicas, "How many replicas of the operator run (the memory transport needs exactly one).")
+}
+
+// options is nil when attribution is off.
+func (a attributionFlags) options() *operator.AttributionOptions {
+	if !a.enabled {
+		return nil
+	}
+	return &operator.AttributionOptions{ListenAddr: a.bindAddress, CertFile: a.certFile, KeyFile: a.keyFile,
+		ClientCAFile: a.caFile, Insecure: a.insecure, RouteAnnotationKey: a.routeAnnotationKey, Transport: a.transport,
+		Replicas: a.replicas, Grace: a.grace, FactTTL: a.factTTL}
 }
 
 func (f flags) options() (operator.Options, error) {
@@ -57,6 +98,6 @@ func (f flags) options() (operator.Options, error) {
 		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, LeaderElect: f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS, OperatorNamespace: f.operatorNamespace,
 		BufferMax: int(q.Value()), AdditionalSensitive: sensitive, TargetResync: f.targetResync,
-		RecoverPanic: true,
+		RecoverPanic: true, Attribution: f.attribution.options(),
 	}, nil
 }

@@ -61,6 +61,9 @@ type Options struct {
 	// APIServerBackoff spaces the attempts to reach an API server that does
 	// not answer at start; the zero value is 1s doubling to 30s, jittered.
 	APIServerBackoff wait.Backoff
+	// Attribution, when set, names the Kubernetes actor of each live change
+	// as its commit's author; nil is configured-author mode.
+	Attribution *AttributionOptions
 }
 
 // Run starts the operator and blocks until ctx ends. It first waits for
@@ -68,6 +71,11 @@ type Options struct {
 // that its identity has the permissions it cannot work without, and fails
 // naming each missing one.
 func Run(ctx context.Context, o Options) error {
+	if o.Attribution != nil {
+		if err := o.Attribution.check(); err != nil {
+			return fmt.Errorf("author attribution: %w", err)
+		}
+	}
 	if ready, err := waitUntilStartable(ctx, o); !ready {
 		return err
 	}

@@ -43,11 +43,17 @@ func run() error {
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "Write a CPU profile here when the operator stops.")
 	flag.StringVar(&heapProfile, "heapprofile", "", "Write a heap profile here when the operator stops.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Serve net/http/pprof on this address.")
+	// Accepted so the benchmark passes both binaries the same flags; this
+	// build runs configured-author mode only.
+	attribution := flag.Bool("author-attribution", false, "Must be false: this build runs configured-author mode.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
+	if *attribution {
+		return errors.New("--author-attribution=true is not supported by the profiled build")
+	}
 	config, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)

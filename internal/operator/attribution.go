@@ -1,0 +1,92 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Transports --author-attribution-transport names.
+const (
+	// TransportMemory runs the fact streams in process: one replica only,
+	// and every fact not yet joined is lost on restart.
+	TransportMemory = "memory"
+	// TransportRedis is Redis Streams (not built yet: the Redis issue).
+	TransportRedis = "redis"
+)
+
+// AttributionOptions switch on audit attribution: the audit ingress, the
+// fact streams, the fact index and the resolver that names the author of
+// each live change. A nil *AttributionOptions is configured-author mode.
+type AttributionOptions struct {
+	// ListenAddr is where the audit ingress serves HTTPS.
+	ListenAddr string
+	// CertFile and KeyFile are its serving certificate.
+	CertFile, KeyFile string
+	// ClientCAFile is the CA the API server's client certificate must be
+	// signed by; Insecure serves without asking for one (tests only).
+	ClientCAFile string
+	Insecure     bool
+	// RouteAnnotationKey, when set, enables the bare /audit-webhook, where
+	// each event names its route in this annotation.
+	RouteAnnotationKey string
+	// Transport is TransportMemory or TransportRedis.
+	Transport string
+	// Replicas is how many operator replicas run; the memory transport is
+	// refused with more than one.
+	Replicas int
+	// Grace is how long a live change waits for its fact (3 s when zero).
+	Grace time.Duration
+	// FactTTL is how long a fact can be joined (10 minutes when zero).
+	FactTTL time.Duration
+	// MaxBodyBytes bounds one audit request (32 MiB when zero).
+	MaxBodyBytes int64
+}
+
+// Defaults of AttributionOptions.
+const (
+	DefaultAttributionGrace = 3 * time.Second
+	DefaultFactTTL          = 10 * time.Minute
+	DefaultAuditBodyBytes   = 32 << 20
+)
+
+// check refuses options the operator cannot run with, naming the flag.
+func (a *AttributionOptions) check() error {
+	switch {
+	case a.Transport == TransportRedis:
+		return errors.New("--author-attribution-transport=redis is not available yet; use --author-attribution-transport=memory (one replica)")
+	case a.Transport != TransportMemory:
+		return fmt.Errorf("--author-attribution-transport %q: want memory or redis", a.Transport)
+	case a.Replicas > 1:
+		return fmt.Errorf("--author-attribution-transport=memory keeps facts in one process and is refused with %d replicas", a.Replicas)
+	case a.ListenAddr == "":
+		return errors.New("attribution needs the audit ingress address (--audit-bind-address)")
+	case a.CertFile == "" || a.KeyFile == "":
+		return errors.New("attribution needs the audit ingress serving certificate (--audit-cert-file and --audit-key-file)")
+	case a.ClientCAFile == "" && !a.Insecure:
+		return errors.New("attribution needs the CA of the API server's audit client certificate (--audit-client-ca-file), " +
+			"or --audit-insecure to accept any client (never in production)")
+	}
+	return nil
+}
+
+func (a *AttributionOptions) grace() time.Duration {
+	if a.Grace <= 0 {
+		return DefaultAttributionGrace
+	}
+	return a.Grace
+}
+
+func (a *AttributionOptions) factTTL() time.Duration {
+	if a.FactTTL <= 0 {
+		return DefaultFactTTL
+	}
+	return a.FactTTL
+}
+
+func (a *AttributionOptions) maxBodyBytes() int64 {
+	if a.MaxBodyBytes <= 0 {
+		return DefaultAuditBodyBytes
+	}
+	return a.MaxBodyBytes
+}
