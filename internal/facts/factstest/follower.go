@@ -80,6 +80,9 @@ func (f *Follower) Until(t *testing.T, sentinel string) []facts.Fact {
 				}
 			}
 		case <-f.done:
+			if len(f.calls) > 0 {
+				continue // what Follow delivered before it returned comes first
+			}
 			t.Fatalf("Follow returned %v before %s was delivered; got %v", f.err, sentinel, auditIDs(got))
 		case <-deadline.C:
 			t.Fatalf("%s was not delivered within %s; got %v", sentinel, guard, auditIDs(got))

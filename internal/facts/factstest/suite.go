@@ -35,8 +35,9 @@ func WithTimeResolution(d time.Duration) Option {
 // WithRetention runs the retention subtest against transports from
 // newTransport, whose retention is d: a fact published more than d ago is
 // not delivered to a new follower. The subtest waits d of wall time, so d
-// should be short (tens of milliseconds); without this option it is
-// skipped.
+// should be short, yet well beyond a goroutine's scheduling delay on a
+// loaded machine (100ms), since the sentinel fact must outlive the
+// follower's start; without this option the subtest is skipped.
 func WithRetention(d time.Duration, newTransport func(t *testing.T) facts.Transport) Option {
 	return func(o *options) { o.retention, o.newShortRetains = d, newTransport }
 }
@@ -285,8 +286,7 @@ func (s suite) expiry(t *testing.T) {
 	k := key(t, "a", "", "configmaps")
 	publish(t, tr, k, numbered(k, "expired", 3)...)
 	waitPast(time.Now().Add(s.retention + s.resolution))
+	f := Follow(t, tr, k, time.Time{})
 	publish(t, tr, k, fact(k, "fresh"))
-
-	got := Follow(t, tr, k, time.Time{}).Until(t, "fresh")
-	require.Equal(t, []string{"fresh"}, auditIDs(got))
+	require.Equal(t, []string{"fresh"}, auditIDs(f.Until(t, "fresh")))
 }

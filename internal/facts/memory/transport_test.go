@@ -16,8 +16,8 @@ import (
 func TestConformance(t *testing.T) {
 	factstest.Run(t,
 		func(*testing.T) facts.Transport { return New(Options{Retention: time.Hour}) },
-		factstest.WithRetention(20*time.Millisecond, func(*testing.T) facts.Transport {
-			return New(Options{Retention: 20 * time.Millisecond})
+		factstest.WithRetention(100*time.Millisecond, func(*testing.T) facts.Transport {
+			return New(Options{Retention: 100 * time.Millisecond})
 		}))
 }
 
