@@ -105,9 +105,9 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		ErrorLog:          s.ErrorLog,
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(tls.NewListener(listener, cfg)) }()
 	s.serving.Store(true)
 	defer s.serving.Store(false)
+	go func() { done <- srv.Serve(tls.NewListener(listener, cfg)) }()
 	select {
 	case err := <-done:
 		return fmt.Errorf("serving audit webhooks: %w", err)
