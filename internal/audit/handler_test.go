@@ -114,7 +114,7 @@ func (o *recordingObserver) outcomes() map[facts.Outcome]int {
 
 var knownRoutes = func(route string) bool { return route == "prod" || route == "staging" }
 
-func newHandler(t *testing.T, transport facts.Transport, observer audit.Observer, mutate ...func(*audit.HandlerOptions)) *audit.Handler {
+func newHandler(t testing.TB, transport facts.Transport, observer audit.Observer, mutate ...func(*audit.HandlerOptions)) *audit.Handler {
 	t.Helper()
 	opts := audit.HandlerOptions{Transport: transport, KnownRoute: knownRoutes, Observer: observer}
 	for _, m := range mutate {
@@ -127,7 +127,7 @@ func newHandler(t *testing.T, transport facts.Transport, observer audit.Observer
 
 // capturedItems are the raw events the real API server sent for the named
 // scenarios (internal/facts/testdata/audit), in order.
-func capturedItems(t *testing.T, scenarios ...string) []json.RawMessage {
+func capturedItems(t testing.TB, scenarios ...string) []json.RawMessage {
 	t.Helper()
 	var items []json.RawMessage
 	for _, scenario := range scenarios {
@@ -142,7 +142,7 @@ func capturedItems(t *testing.T, scenarios ...string) []json.RawMessage {
 	return items
 }
 
-func eventList(t *testing.T, items []json.RawMessage) []byte {
+func eventList(t testing.TB, items []json.RawMessage) []byte {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "metadata": map[string]any{}, "items": items})
 	require.NoError(t, err)

@@ -35,16 +35,22 @@ func Verbs() []string {
 	return []string{"create", "update", "patch", "delete", "deletecollection", "get", "list", "watch"}
 }
 
+var labeledVerbs = func() map[string]bool {
+	verbs := map[string]bool{}
+	for _, verb := range Verbs() {
+		verbs[verb] = true
+	}
+	return verbs
+}()
+
 func labelsOf(ev *auditv1.Event) EventLabels {
 	var labels EventLabels
 	if ref := ev.ObjectRef; ref != nil {
 		labels = EventLabels{Group: ref.APIGroup, Version: ref.APIVersion, Resource: ref.Resource}
 	}
 	labels.Verb = "other"
-	for _, verb := range Verbs() {
-		if ev.Verb == verb {
-			labels.Verb = verb
-		}
+	if labeledVerbs[ev.Verb] {
+		labels.Verb = ev.Verb
 	}
 	return labels
 }

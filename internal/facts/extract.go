@@ -175,8 +175,13 @@ func decodeResponse(obj *runtime.Unknown) responseShape {
 // fillFromResponse sets the join keys from the response object. A Status
 // (a delete that removed the object at once) carries no version; its uid
 // is objectRef's when the request named one, else the Status's details.
+// objectRef's uid is the request body's: the API server verified it on an
+// update or delete that succeeded, but a create replaces it, so a create's
+// uid comes from the response alone.
 func fillFromResponse(fact *Fact, ref *auditv1.ObjectReference, response responseShape) {
-	fact.UID = string(ref.UID)
+	if fact.Verb != "create" {
+		fact.UID = string(ref.UID)
+	}
 	if response.isStatus() {
 		if fact.UID == "" && response.Details != nil {
 			fact.UID = response.Details.UID
