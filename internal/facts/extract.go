@@ -30,9 +30,11 @@ func IsMutatingVerb(verb string) bool { return mutatingVerbs[verb] }
 // subresource but scale, and, for an update or patch whose request named
 // the version it was made against, a response version that differs from
 // it (a no-op write answers with the version it was given). A patch
-// usually names no version, so a no-op patch passes the gate with the
-// version an earlier write produced; the index keeps the first fact filed
-// under a (uid, version) for that reason.
+// usually names no version, and the API server's event for a no-op apply
+// or patch is the event of the write before it but for its id and
+// timestamps (testdata/audit/apply_noop.json), so it passes the gate with
+// the version that earlier write produced: the index must keep the
+// earliest-staged fact under a (uid, version), never the latest.
 //
 // The join keys (uid, resourceVersion, name, namespace) come from the
 // response object, the version the write produced; objectRef's
