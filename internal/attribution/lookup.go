@@ -1,0 +1,189 @@
+package attribution
+
+import (
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/configbutler/gitops-reverser/internal/facts"
+)
+
+// match is one tier's answer: the fact that named the actor.
+type match struct {
+	tier Tier
+	fact facts.Fact
+}
+
+// lookup walks the tier ladder once. hit is an answer the resolver may
+// return at once; fallback is a write fact a removal holds while it waits
+// for deletion evidence (rule b), returned only when the grace ends.
+//
+// A removal asks the sticky removal slot first (rule a) and takes only
+// deletion evidence as a hit; write facts at the per-object tiers are its
+// fallbacks, in ladder order. A create or update takes no removal tier and
+// no fact about a removal it did not make, and one that carries uid and rv
+// never takes the uid pointer (rule c): that pointer may name an older,
+// different author.
+func (x *Index) lookup(q Query, grace time.Duration) (hit, fallback *match) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	s := x.streams[q.Stream]
+	if s == nil {
+		return nil, nil
+	}
+	now := x.clock().Now()
+	if q.Removal {
+		return s.lookupRemoval(q, now, grace)
+	}
+	return s.lookupWrite(q, now), nil
+}
+
+// slot is the live fact under k, if any: expiry is checked here, on read.
+func (s *streamIndex) slot(k slotKey, now time.Time) *entry {
+	if e := s.slots[k]; e != nil && !e.expired(now) {
+		return e
+	}
+	return nil
+}
+
+func (s *streamIndex) lookupRemoval(q Query, now time.Time, grace time.Duration) (hit, fallback *match) {
+	if q.UID != "" {
+		if e := s.removals[q.UID]; e != nil {
+			if e.fact.Collection != nil {
+				return &match{tier: TierDeleteCollectionUID, fact: e.fact}, nil
+			}
+			return &match{tier: TierDeleteSticky, fact: e.fact}, nil
+		}
+	}
+	// Ladder order past the sticky slot: name, latest (a write fact, held),
+	// deletecollection_scope, resource_version. A delete fact with a uid is
+	// always in the sticky slot, so latest never finds one the slot missed.
+	hold := func(tier Tier, e *entry) *match {
+		m := &match{tier: tier, fact: e.fact}
+		if e.fact.IsRemoval() {
+			return m
+		}
+		if fallback == nil {
+			fallback = m
+		}
+		return nil
+	}
+	if q.Name != "" {
+		if e := s.slot(nameKey(q.Namespace, q.Name), now); e != nil {
+			if m := hold(TierName, e); m != nil {
+				return m, nil
+			}
+		}
+	}
+	if q.UID != "" {
+		if e := s.slot(uidKey(q.UID), now); e != nil {
+			if m := hold(TierLatest, e); m != nil {
+				return m, nil
+			}
+		}
+	}
+	if f, ok := s.coveringCollection(q, now, grace); ok {
+		return &match{tier: TierDeleteCollectionScope, fact: f}, nil
+	}
+	if q.ResourceVersion != "" {
+		if e := s.slot(rvKey(q.ResourceVersion), now); e != nil {
+			if m := hold(TierResourceVersion, e); m != nil {
+				return m, nil
+			}
+		}
+	}
+	return nil, fallback
+}
+
+func (s *streamIndex) lookupWrite(q Query, now time.Time) *match {
+	exactCapable := q.exactCapable()
+	if exactCapable {
+		// Any fact that produced this version, a delete that set the
+		// deletionTimestamp included: its actor made what the event shows.
+		if e := s.slot(uidRVKey(q.UID, q.ResourceVersion), now); e != nil {
+			return &match{tier: TierExact, fact: e.fact}
+		}
+	}
+	if q.Name != "" {
+		// Only facts without a uid are filed by name. A removal there is
+		// an earlier incarnation's end, not this write.
+		if e := s.slot(nameKey(q.Namespace, q.Name), now); e != nil && !e.fact.IsRemoval() {
+			return &match{tier: TierName, fact: e.fact}
+		}
+	}
+	if q.UID != "" && !exactCapable {
+		if e := s.slot(uidKey(q.UID), now); e != nil && !e.fact.IsRemoval() {
+			return &match{tier: TierLatest, fact: e.fact}
+		}
+	}
+	if q.ResourceVersion != "" {
+		// Facts without a uid, for exactly this version.
+		if e := s.slot(rvKey(q.ResourceVersion), now); e != nil {
+			return &match{tier: TierResourceVersion, fact: e.fact}
+		}
+	}
+	return nil
+}
+
+// coveringCollection is the deletecollection without a uid set whose
+// namespace and selectors cover the removed object and whose stage time
+// is within grace of the event. Collections by different actors that all
+// cover it are no answer: the scope cannot tell which one deleted it.
+func (s *streamIndex) coveringCollection(q Query, now time.Time, grace time.Duration) (facts.Fact, bool) {
+	at := q.Received
+	if at.IsZero() {
+		at = now
+	}
+	var found *entry
+	namespaces := []string{q.Namespace}
+	if q.Namespace != "" {
+		namespaces = append(namespaces, "") // a collection across all namespaces
+	}
+	for _, ns := range namespaces {
+		for _, e := range s.collections[ns] {
+			if e.expired(now) || !withinGrace(e.fact.Stage, at, grace) || !covers(e.fact.Collection, q) {
+				continue
+			}
+			if found != nil && found.fact.Actor.Username != e.fact.Actor.Username {
+				return facts.Fact{}, false
+			}
+			if found == nil || found.fact.Stage.Before(e.fact.Stage) {
+				found = e
+			}
+		}
+	}
+	if found == nil {
+		return facts.Fact{}, false
+	}
+	return found.fact, true
+}
+
+func withinGrace(stage, at time.Time, grace time.Duration) bool {
+	d := stage.Sub(at)
+	return d >= -grace && d <= grace
+}
+
+// covers reports whether c's selectors select the object q names. A field
+// selector on anything but the name and namespace cannot be evaluated
+// from a watch event's key, so it covers nothing.
+func covers(c *facts.Collection, q Query) bool {
+	sel, err := labels.Parse(c.LabelSelector)
+	if err != nil || !sel.Matches(labels.Set(q.Labels)) {
+		return false
+	}
+	if strings.TrimSpace(c.FieldSelector) == "" {
+		return true
+	}
+	fsel, err := fields.ParseSelector(c.FieldSelector)
+	if err != nil {
+		return false
+	}
+	for _, r := range fsel.Requirements() {
+		if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
+			return false
+		}
+	}
+	return fsel.Matches(fields.Set{"metadata.name": q.Name, "metadata.namespace": q.Namespace})
+}

@@ -1,0 +1,235 @@
+package attribution
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/configbutler/gitops-reverser/internal/facts"
+)
+
+// DefaultGrace is how long a watch event waits for its fact by default
+// (--author-attribution-grace).
+const DefaultGrace = 3 * time.Second
+
+// Tier names the evidence a resolution used
+// (attribution_resolutions_total{tier}), strongest first.
+type Tier string
+
+const (
+	// TierDeleteSticky: the object's delete fact, from the sticky slot.
+	TierDeleteSticky Tier = "delete_sticky"
+	// TierExact: the fact of the write that produced this uid and rv.
+	TierExact Tier = "exact"
+	// TierDeleteCollectionUID: a deletecollection whose response named
+	// this uid.
+	TierDeleteCollectionUID Tier = "deletecollection_body_uid"
+	// TierLatest: the object's last write fact by uid; a removal's
+	// fallback, or a write's that carries no rv.
+	TierLatest Tier = "latest"
+	// TierName: a fact with no uid, by namespace and name (an aggregated
+	// API's usual shape).
+	TierName Tier = "name"
+	// TierDeleteCollectionScope: a deletecollection without a uid set whose
+	// namespace and selector cover the object, made within the grace.
+	TierDeleteCollectionScope Tier = "deletecollection_scope"
+	// TierResourceVersion: a fact with no uid for this exact rv.
+	TierResourceVersion Tier = "resource_version"
+	// TierAbsent: nothing usable arrived in time.
+	TierAbsent Tier = "absent"
+)
+
+// Tiers are every Tier, for zero series.
+var Tiers = []Tier{TierDeleteSticky, TierExact, TierDeleteCollectionUID, TierLatest, TierName,
+	TierDeleteCollectionScope, TierResourceVersion, TierAbsent}
+
+// Query is one watch event to attribute.
+type Query struct {
+	Stream facts.StreamKey
+	// Version is the watch's API version, for metrics only.
+	Version         string
+	Namespace, Name string
+	UID             string
+	ResourceVersion string
+	// Removal is set for a DELETED event.
+	Removal bool
+	// Labels are the object's, for the deletecollection scope tier.
+	Labels map[string]string
+	// Received is when the watch delivered the event; the grace runs from
+	// it (now when zero).
+	Received time.Time
+}
+
+// exactCapable: a create or update that carries the uid and rv its own
+// write produced, so only a fact for that version can name its author.
+func (q Query) exactCapable() bool {
+	return !q.Removal && q.UID != "" && q.ResourceVersion != ""
+}
+
+// EventKind is "removal" or "write" (attribution_resolution_wait_seconds{event_kind}).
+func (q Query) EventKind() string {
+	if q.Removal {
+		return "removal"
+	}
+	return "write"
+}
+
+// Resolution is who a watch event is attributed to.
+type Resolution struct {
+	Tier Tier
+	// Actor is the zero Actor when Tier is TierAbsent.
+	Actor facts.Actor
+	// AuditID is the matched fact's, for diagnostics.
+	AuditID string
+	// Waited is how long Resolve waited for evidence.
+	Waited time.Duration
+}
+
+// Resolved reports whether an actor was named.
+func (r Resolution) Resolved() bool { return r.Tier != TierAbsent && r.Tier != "" }
+
+// ActorKind is "user", "serviceaccount" or "none" (absent), the
+// vocabulary of commits_total{author_kind}.
+func (r Resolution) ActorKind() string {
+	switch {
+	case !r.Resolved():
+		return "none"
+	case strings.HasPrefix(r.Actor.Username, facts.ServiceAccountPrefix):
+		return "serviceaccount"
+	default:
+		return "user"
+	}
+}
+
+// Resolver attributes watch events from an Index.
+//
+// The resolver does not reorder: Resolve returns the one event's answer
+// and the caller runs one Resolve at a time per watch stream, so the wait
+// is head-of-line and an object's events keep their order. Because the
+// grace runs from Query.Received, events queued behind a wait do not each
+// add a full grace.
+type Resolver struct {
+	Index *Index
+	// Grace bounds the wait for evidence (DefaultGrace when zero).
+	Grace    time.Duration
+	Clock    clock.Clock
+	Observer Observer
+
+	// sleeping, when set, is called each time Resolve is about to sleep
+	// (tests wait on it instead of on time).
+	sleeping func()
+}
+
+func (r *Resolver) grace() time.Duration {
+	if r.Grace > 0 {
+		return r.Grace
+	}
+	return DefaultGrace
+}
+
+func (r *Resolver) clock() clock.Clock {
+	if r.Clock != nil {
+		return r.Clock
+	}
+	return clock.RealClock{}
+}
+
+// Resolve names the author of the event q describes: at once when the
+// index holds an answer, else after waiting, without polling, until a fact
+// that answers it is applied, the grace ends or ctx ends. A removal that
+// found only a write fact returns it (TierLatest and the like) when the
+// wait ends without deletion evidence.
+func (r *Resolver) Resolve(ctx context.Context, q Query) Resolution {
+	c := r.clock()
+	start := c.Now()
+	grace := r.grace()
+	deadline := q.Received
+	if deadline.IsZero() {
+		deadline = start
+	}
+	deadline = deadline.Add(grace)
+
+	keys := waitKeys(q)
+	w := r.Index.register(q.Stream, keys)
+	defer r.Index.unregister(q.Stream, keys, w)
+
+	hit, fallback := r.Index.lookup(q, grace)
+	if hit == nil {
+		hit, fallback = r.wait(ctx, q, w, deadline.Sub(c.Now()), fallback)
+	}
+	if hit == nil {
+		hit = fallback
+	}
+	res := Resolution{Tier: TierAbsent, Waited: c.Since(start)}
+	if hit != nil {
+		res.Tier, res.Actor, res.AuditID = hit.tier, hit.fact.Actor, hit.fact.AuditID
+	}
+	r.observer().Resolved(q, res)
+	return res
+}
+
+// wait sleeps until a wake brings a hit, remaining passes or ctx ends,
+// looking again on every wake; it returns the hit, if any, and the latest
+// fallback.
+func (r *Resolver) wait(ctx context.Context, q Query, w *waiter, remaining time.Duration, fallback *match) (*match, *match) {
+	if remaining <= 0 {
+		return nil, fallback
+	}
+	timer := r.clock().NewTimer(remaining)
+	defer timer.Stop()
+	for {
+		if r.sleeping != nil {
+			r.sleeping()
+		}
+		select {
+		case <-w.wake:
+		case <-timer.C():
+			return nil, fallback
+		case <-ctx.Done():
+			return nil, fallback
+		}
+		hit, fb := r.Index.lookup(q, r.grace())
+		if fb != nil {
+			fallback = fb
+		}
+		if hit != nil {
+			return hit, fallback
+		}
+	}
+}
+
+func (r *Resolver) observer() Observer {
+	if r.Observer != nil {
+		return r.Observer
+	}
+	return NopObserver{}
+}
+
+// waitKeys are every key a fact that could answer q is filed under.
+func waitKeys(q Query) []slotKey {
+	var keys []slotKey
+	if q.Removal {
+		if q.UID != "" {
+			keys = append(keys, uidKey(q.UID)) // the sticky slot and latest
+		}
+		keys = append(keys, namespaceKey(q.Namespace))
+		if q.Namespace != "" {
+			keys = append(keys, namespaceKey(""))
+		}
+	} else {
+		if q.exactCapable() {
+			keys = append(keys, uidRVKey(q.UID, q.ResourceVersion))
+		} else if q.UID != "" {
+			keys = append(keys, uidKey(q.UID))
+		}
+	}
+	if q.Name != "" {
+		keys = append(keys, nameKey(q.Namespace, q.Name))
+	}
+	if q.ResourceVersion != "" {
+		keys = append(keys, rvKey(q.ResourceVersion))
+	}
+	return keys
+}
