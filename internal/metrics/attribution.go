@@ -1,0 +1,110 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/configbutler/gitops-reverser/internal/attribution"
+	"github.com/configbutler/gitops-reverser/internal/facts"
+)
+
+// AttributionMetrics are the attribution join's and the fact pipeline's
+// families; it implements attribution.Observer. Build it with
+// NewAttributionMetrics and register it once, beside Metrics.
+type AttributionMetrics struct {
+	resolutions  *prometheus.CounterVec
+	wait         *prometheus.HistogramVec
+	factOps      *prometheus.CounterVec
+	entries      prometheus.Gauge
+	evictions    *prometheus.CounterVec
+	gaps         *prometheus.CounterVec
+	followerErrs *prometheus.CounterVec
+}
+
+var _ attribution.Observer = (*AttributionMetrics)(nil)
+
+// eventKinds are the values of attribution_resolution_wait_seconds{event_kind}.
+var eventKinds = []string{"write", "removal"}
+
+// NewAttributionMetrics builds the families, with a zero series for every
+// label value known up front (fact ops, eviction reasons, tier × event
+// kind of the wait).
+func NewAttributionMetrics() *AttributionMetrics {
+	m := &AttributionMetrics{
+		resolutions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_resolutions_total",
+			Help: "Watch events attributed, by the tier of evidence used and the kind of actor it named (user, serviceaccount, none)."},
+			[]string{"tier", "actor_kind", "group", "version", "resource"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "attribution_resolution_wait_seconds",
+			Help:    "How long a watch event waited for attribution evidence, by tier and event kind (write, removal).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}, []string{"tier", "event_kind"}),
+		factOps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_facts_total",
+			Help: "Facts filed into the index (written) and resolutions a fact answered (matched); not subtractable."},
+			[]string{"op"}),
+		entries: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "attribution_fact_index_entries",
+			Help: "Facts the in-process index holds."}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_fact_index_evictions_total",
+			Help: "Facts the index dropped, by reason (expired, type_cap, total_cap)."}, []string{"reason"}),
+		gaps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_fact_stream_gaps_total",
+			Help: "Gaps in a followed fact stream: facts lost for good to retention. Should be zero."}, []string{"stream"}),
+		followerErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_fact_follower_errors_total",
+			Help: "Follows of a fact stream that failed or ended and were retried, by transport."}, []string{"transport"}),
+	}
+	for _, op := range []string{"written", "matched"} {
+		m.factOps.WithLabelValues(op)
+	}
+	for _, reason := range attribution.EvictionReasons {
+		m.evictions.WithLabelValues(string(reason))
+	}
+	for _, tier := range attribution.Tiers {
+		for _, kind := range eventKinds {
+			m.wait.WithLabelValues(string(tier), kind)
+		}
+	}
+	return m
+}
+
+// Register adds the families to reg.
+func (m *AttributionMetrics) Register(reg prometheus.Registerer) error {
+	for _, c := range m.attributionFamilies() {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *AttributionMetrics) attributionFamilies() []prometheus.Collector {
+	return []prometheus.Collector{m.resolutions, m.wait, m.factOps, m.entries, m.evictions, m.gaps, m.followerErrs}
+}
+
+// FactsWritten implements attribution.Observer.
+func (m *AttributionMetrics) FactsWritten(n int) {
+	m.factOps.WithLabelValues("written").Add(float64(n))
+}
+
+// IndexEntries implements attribution.Observer.
+func (m *AttributionMetrics) IndexEntries(n int) { m.entries.Set(float64(n)) }
+
+// Evicted implements attribution.Observer.
+func (m *AttributionMetrics) Evicted(reason attribution.EvictionReason) {
+	m.evictions.WithLabelValues(string(reason)).Inc()
+}
+
+// Resolved implements attribution.Observer.
+func (m *AttributionMetrics) Resolved(q attribution.Query, r attribution.Resolution) {
+	m.resolutions.WithLabelValues(string(r.Tier), r.ActorKind(), q.Stream.Group, q.Version, q.Stream.Resource).Inc()
+	m.wait.WithLabelValues(string(r.Tier), q.EventKind()).Observe(r.Waited.Seconds())
+	if r.Resolved() {
+		m.factOps.WithLabelValues("matched").Inc()
+	}
+}
+
+// StreamGap implements attribution.Observer: one gap, however many facts
+// it lost (the transport cannot always say).
+func (m *AttributionMetrics) StreamGap(stream facts.StreamKey, _ int) {
+	m.gaps.WithLabelValues(stream.String()).Inc()
+}
+
+// FollowerError implements attribution.Observer.
+func (m *AttributionMetrics) FollowerError(transport string, _ facts.StreamKey, _ error) {
+	m.followerErrs.WithLabelValues(transport).Inc()
+}
