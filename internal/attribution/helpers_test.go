@@ -31,6 +31,8 @@ type recorder struct {
 	resolutions []Resolution
 	gaps        []int
 	errors      int
+	// evictedCh, when set, receives every eviction.
+	evictedCh chan EvictionReason
 }
 
 func (r *recorder) FactsWritten(n int) { r.mu.Lock(); r.written += n; r.mu.Unlock() }
@@ -42,6 +44,9 @@ func (r *recorder) Evicted(reason EvictionReason) {
 		r.evicted = map[EvictionReason]int{}
 	}
 	r.evicted[reason]++
+	if r.evictedCh != nil {
+		r.evictedCh <- reason
+	}
 }
 func (r *recorder) Resolved(_ Query, res Resolution) {
 	r.mu.Lock()

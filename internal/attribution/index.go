@@ -38,8 +38,9 @@ const (
 //     namespace, for the scope tier.
 //
 // Expiry is checked on read, so an aged-out fact is never returned before
-// a sweep drops it. Apply trims expired facts from the oldest end; Run
-// sweeps them all periodically. The caps evict the oldest applied facts.
+// a sweep drops it. Apply trims expired facts from the oldest end;
+// StartSweeping sweeps them all periodically. The caps evict the oldest
+// applied facts.
 //
 // Set the fields before first use; an Index is safe for concurrent use
 // (Apply from followers, lookups from many watch goroutines).
@@ -420,22 +421,28 @@ func (x *Index) Sweep() {
 	x.observer().IndexEntries(entries)
 }
 
-// Run sweeps every interval (the TTL's tenth when interval is zero) until
-// ctx ends.
-func (x *Index) Run(ctx context.Context, interval time.Duration) {
+// StartSweeping sweeps every interval (the TTL's tenth when interval is
+// zero) on a goroutine of its own until ctx ends; the returned channel
+// closes when it has stopped. The ticker exists when it returns.
+func (x *Index) StartSweeping(ctx context.Context, interval time.Duration) <-chan struct{} {
 	if interval <= 0 {
 		interval = x.ttl() / 10
 	}
 	t := x.clock().NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			x.Sweep()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C():
+				x.Sweep()
+			}
 		}
-	}
+	}()
+	return done
 }
 
 // Len is how many facts the index holds.

@@ -118,3 +118,20 @@ func TestAFactWithoutAnyKeyIsNotFiled(t *testing.T) {
 	f.index.Apply(configmaps, []facts.Fact{{AuditID: "x", Verb: "update", Actor: bob, Stage: t0}})
 	require.Zero(t, f.index.Len())
 }
+
+// TestThePeriodicSweepDropsExpiredFacts: with no Apply to trim them, the
+// sweeper drops an expired fact on its next tick and stops with ctx.
+func TestThePeriodicSweepDropsExpiredFacts(t *testing.T) {
+	f := newFixture()
+	f.obs.evictedCh = make(chan EvictionReason, 1)
+	f.apply(withUID(fact("w", "update", bob, 0), "u1", "5"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := f.index.StartSweeping(ctx, time.Minute)
+
+	f.clock.Step(4 * time.Minute)
+	f.clock.Step(time.Minute)
+	require.Equal(t, EvictedExpired, <-f.obs.evictedCh)
+	require.Zero(t, f.index.Len())
+	cancel()
+	<-done
+}
