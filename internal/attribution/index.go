@@ -264,11 +264,12 @@ func stageOr(stage, now time.Time) time.Time {
 	return stage
 }
 
-// takeSlot files e under k of s unless the fact there has a later stage
-// time.
+// takeSlot files e under k of s unless the fact there wins: under a key
+// that names a version ((uid, rv), rv) the earliest, elsewhere the latest
+// by stage time.
 func (x *Index) takeSlot(s *streamIndex, k slotKey, e *entry) bool {
 	if old := s.slots[k]; old != nil {
-		if e.fact.Stage.Before(old.fact.Stage) {
+		if !replaces(k, e.fact.Stage, old.fact.Stage) {
 			return false
 		}
 		x.release(old)
@@ -277,6 +278,19 @@ func (x *Index) takeSlot(s *streamIndex, k slotKey, e *entry) bool {
 	e.held++
 	e.slots = append(e.slots, k)
 	return true
+}
+
+// replaces is the decision whether a fact staged at stage takes key k from
+// one staged at held. A version is produced once, by the first write that
+// returned it: a no-op apply or patch (which the accept gate cannot tell
+// from a write, its event differs only in id and time) and a finalizer
+// removal return the version an earlier write produced, and must not take
+// its author. The other keys are last writer wins.
+func replaces(k slotKey, stage, held time.Time) bool {
+	if k.kind == slotUIDRV || k.kind == slotRV {
+		return stage.Before(held)
+	}
+	return !stage.Before(held)
 }
 
 // takeRemoval puts e in uid's sticky slot of s unless an earlier removal

@@ -92,9 +92,10 @@ func TestCapsEvictTheOldestFacts(t *testing.T) {
 	require.Equal(t, 3, f.obs.entries)
 }
 
-// TestLastWriterWinsByStageTime: per key the latest stage time wins,
-// whatever order the facts arrive in; a fact replaced everywhere is
-// forgotten, and a fact applied twice is filed once.
+// TestLastWriterWinsByStageTime: per uid the latest stage time wins,
+// whatever order the facts arrive in, and a fact applied twice is filed
+// once; a version keeps the first write that produced it (a no-op write
+// later returns it again), and a fact replaced everywhere is forgotten.
 func TestLastWriterWinsByStageTime(t *testing.T) {
 	f := newFixture()
 	newer := withUID(fact("new", "patch", carol, 2*time.Second), "u1", "7")
@@ -107,9 +108,17 @@ func TestLastWriterWinsByStageTime(t *testing.T) {
 	require.Equal(t, 2, f.index.Len(), "the older still holds (u1, 6)")
 	require.Equal(t, 2, f.obs.written)
 
-	f.apply(withUID(fact("same", "update", alice, 3*time.Second), "u1", "6"))
-	require.Equal(t, 2, f.index.Len(), "old lost (u1, 6) and (u1): it is gone")
-	require.Equal(t, TierExact, f.resolver.Resolve(context.Background(), event(false, "u1", "6", true)).Tier)
+	noop := withUID(fact("noop", "patch", alice, 3*time.Second), "u1", "6")
+	f.apply(noop)
+	exact := f.resolver.Resolve(context.Background(), event(false, "u1", "6", true))
+	require.Equal(t, TierExact, exact.Tier)
+	require.Equal(t, bob, exact.Actor, "a no-op patch returning version 6 did not produce it")
+	latest := f.resolver.Resolve(context.Background(), event(true, "u1", "8", true))
+	require.Equal(t, alice, latest.Actor, "but alice is the last to have written the object")
+	require.Equal(t, 3, f.index.Len(), "newer lost (u1) to the no-op but keeps (u1, 7)")
+
+	f.apply(withUID(fact("newest", "patch", carol, 4*time.Second), "u1", "9"))
+	require.Equal(t, 3, f.index.Len(), "noop lost (u1), its only key: it is gone")
 }
 
 // TestAFactWithoutAnyKeyIsNotFiled: nothing could read it.
