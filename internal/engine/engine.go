@@ -15,6 +15,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/discovery"
+	"github.com/configbutler/gitops-reverser/internal/facts"
 	"github.com/configbutler/gitops-reverser/internal/mirror"
 )
 
@@ -32,6 +33,25 @@ type Options struct {
 	BufferMax int
 	Log       logr.Logger
 	Metrics   Metrics
+	// Attribution, when set, names the authors of live changes; nil is
+	// configured-author mode.
+	Attribution *Attribution
+}
+
+// Attribution is the resolver a target's streams ask for the author of a
+// live change, and how they make sure the facts of their types are
+// followed.
+type Attribution struct {
+	Resolver mirror.Resolver
+	Follow   func(facts.StreamKey)
+}
+
+// forSource is the attribution of a target reading src; nil when off.
+func (a *Attribution) forSource(src *Source) *mirror.Attribution {
+	if a == nil {
+		return nil
+	}
+	return &mirror.Attribution{Route: src.AuditRoute, Resolver: a.Resolver, Follow: a.Follow}
 }
 
 // Metrics is what the engine reports to.

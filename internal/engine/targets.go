@@ -99,7 +99,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		entry = &targetEntry{spec: spec, worker: worker, source: src, refused: refusalSet{}}
 		entry.mirror = mirror.NewTarget(runCtx, mirror.TargetOptions{
 			Key: spec.Key, Client: src.Dynamic, Sink: worker, Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
-			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()),
+			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()), Attribution: e.opts.Attribution.forSource(src),
 		})
 		e.targets[spec.Key] = entry
 	}

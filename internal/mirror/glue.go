@@ -45,8 +45,9 @@ func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
 			return nil
 		}
 		id := g.objectID(ev.Object)
+		author := g.target.attribution.authorOf(ctx, g.claim, ev, ev.Object)
 		g.target.observer.Forwarded(g.target.Key, "delete", id)
-		return g.target.sink.Write(ctx, g.target.Key, branch.Author{}, branch.Write{ID: id, Sensitive: g.claim.Sensitive, Received: ev.Received})
+		return g.target.sink.Write(ctx, g.target.Key, author, branch.Write{ID: id, Sensitive: g.claim.Sensitive, Received: ev.Received})
 	case watch.Synced:
 		return g.synced(ctx, ev.Present)
 	}
@@ -73,8 +74,9 @@ func (g *streamGlue) upsert(ctx context.Context, ev watch.Event) error {
 	if ev.Replay {
 		g.present = append(g.present, id)
 	}
+	author := g.target.attribution.authorOf(ctx, g.claim, ev, obj)
 	g.target.observer.Forwarded(g.target.Key, "upsert", id)
-	return g.target.sink.Write(ctx, g.target.Key, branch.Author{},
+	return g.target.sink.Write(ctx, g.target.Key, author,
 		branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received, Replay: ev.Replay})
 }
 

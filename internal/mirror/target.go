@@ -50,6 +50,9 @@ type Target struct {
 	observer Observer
 	log      logr.Logger
 	clock    clock.Clock
+	// attribution names the authors of live changes; nil in
+	// configured-author mode.
+	attribution *Attribution
 
 	mu        sync.Mutex
 	streams   map[claimKey]*running
@@ -79,6 +82,9 @@ type TargetOptions struct {
 	Observer Observer
 	Log      logr.Logger
 	Clock    clock.Clock
+	// Attribution names the authors of live changes; nil is
+	// configured-author mode.
+	Attribution *Attribution
 }
 
 // NewTarget returns a target with no streams; Update starts them. Streams
@@ -91,7 +97,7 @@ func NewTarget(ctx context.Context, o TargetOptions) *Target {
 		o.Observer = nopObserver{}
 	}
 	return &Target{Key: o.Key, ctx: ctx, client: o.Client, sink: o.Sink, observer: o.Observer, log: o.Log, clock: o.Clock,
-		streams: map[claimKey]*running{}}
+		attribution: o.Attribution, streams: map[claimKey]*running{}}
 }
 
 // SetSensitiveWritable says whether sensitive objects can be written
@@ -166,6 +172,9 @@ func sameClaim(a, b rules.Claim) bool {
 }
 
 func (t *Target) startLocked(key claimKey, c rules.Claim) {
+	if t.attribution != nil {
+		t.attribution.Follow(t.attribution.stream(c))
+	}
 	glue := &streamGlue{target: t, claim: c}
 	stream := &watch.Stream{
 		Client:   t.client,

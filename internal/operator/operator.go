@@ -113,9 +113,13 @@ func Run(ctx context.Context, o Options) error {
 	if err := fm.Register(reg); err != nil {
 		return fmt.Errorf("registering forge metrics: %w", err)
 	}
+	pipeline, err := setupAttribution(mgr, o.Attribution, reg)
+	if err != nil {
+		return err
+	}
 	eng := engine.New(engine.Options{
 		LocalConfig: o.Config, Policy: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive},
-		BufferMax: o.BufferMax, Log: ctrl.Log.WithName("engine"), Metrics: m,
+		BufferMax: o.BufferMax, Log: ctrl.Log.WithName("engine"), Metrics: m, Attribution: pipeline.engineAttribution(),
 	})
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)

@@ -1,0 +1,55 @@
+package mirror
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/configbutler/gitops-reverser/internal/attribution"
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/facts"
+	"github.com/configbutler/gitops-reverser/internal/rules"
+	"github.com/configbutler/gitops-reverser/internal/watch"
+)
+
+// Attribution names the authors of a target's live changes. A nil
+// *Attribution is configured-author mode: every change is the committer's.
+type Attribution struct {
+	// Route is the audit route of the target's source: the scope its
+	// facts are joined in.
+	Route string
+	// Resolver waits (bounded) for the fact that names who made a change.
+	Resolver Resolver
+	// Follow makes sure the facts of a stream reach the resolver's index; a
+	// stream calls it before its first event.
+	Follow func(facts.StreamKey)
+}
+
+// Resolver is the attribution join (attribution.Resolver).
+type Resolver interface {
+	Resolve(ctx context.Context, q attribution.Query) attribution.Resolution
+}
+
+// stream is the fact stream of a claim's type.
+func (a *Attribution) stream(c rules.Claim) facts.StreamKey {
+	return facts.StreamKey{Route: a.Route, Group: c.GVR.Group, Resource: c.GVR.Resource}
+}
+
+// authorOf names the author of a live change to obj; a replay has none
+// (its writes and sweeps are the committer's), nor has anything in
+// configured-author mode. The wait is head-of-line on the claim's stream,
+// so events of one stream are never reordered.
+func (a *Attribution) authorOf(ctx context.Context, c rules.Claim, ev watch.Event, obj *unstructured.Unstructured) branch.Author {
+	if a == nil || ev.Replay {
+		return branch.Author{}
+	}
+	res := a.Resolver.Resolve(ctx, attribution.Query{
+		Stream: a.stream(c), Version: c.GVR.Version, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion(), Removal: ev.Kind == watch.Delete,
+		Labels: obj.GetLabels(), Received: ev.Received,
+	})
+	if !res.Resolved() {
+		return attribution.GitAuthor(nil)
+	}
+	return attribution.GitAuthor(&res.Actor)
+}

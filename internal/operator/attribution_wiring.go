@@ -1,0 +1,162 @@
+package operator
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/attribution"
+	"github.com/configbutler/gitops-reverser/internal/audit"
+	"github.com/configbutler/gitops-reverser/internal/engine"
+	"github.com/configbutler/gitops-reverser/internal/facts"
+	"github.com/configbutler/gitops-reverser/internal/facts/memory"
+	"github.com/configbutler/gitops-reverser/internal/metrics"
+)
+
+// setupAttribution adds the audit ingress and the watch side of
+// attribution to the manager; nil (configured-author mode) when a is nil.
+func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, reg prometheus.Registerer) (*attributionPipeline, error) {
+	if a == nil {
+		return nil, nil
+	}
+	transport := newFactTransport(a)
+	if err := setupAuditIngress(mgr, a, transport, reg); err != nil {
+		return nil, err
+	}
+	pipeline, err := newAttributionPipeline(a, transport, reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(pipeline); err != nil {
+		return nil, fmt.Errorf("adding the attribution pipeline: %w", err)
+	}
+	return pipeline, nil
+}
+
+// newFactTransport builds the transport --author-attribution-transport
+// names (check has refused the others).
+func newFactTransport(a *AttributionOptions) facts.Transport {
+	return memory.New(memory.Options{Retention: a.factTTL()})
+}
+
+// setupAuditIngress adds the audit ingress to the manager: the HTTPS
+// server (on every replica, not leader-elected), its serving certificate
+// reloaded from its files, its readiness check, and its metrics.
+func setupAuditIngress(mgr ctrl.Manager, a *AttributionOptions, transport facts.Transport, reg prometheus.Registerer) error {
+	watcher, err := certwatcher.New(a.CertFile, a.KeyFile)
+	if err != nil {
+		return fmt.Errorf("loading the audit ingress certificate: %w", err)
+	}
+	if err := mgr.Add(watcher); err != nil {
+		return fmt.Errorf("adding the audit certificate watcher: %w", err)
+	}
+	var clientCAs *x509.CertPool
+	if !a.Insecure {
+		if clientCAs, err = audit.LoadClientCAs(a.ClientCAFile); err != nil {
+			return err
+		}
+	}
+	observer := metrics.NewAuditMetrics()
+	if err := observer.Register(reg); err != nil {
+		return fmt.Errorf("registering audit metrics: %w", err)
+	}
+	handler, err := audit.NewHandler(audit.HandlerOptions{
+		Transport: transport, KnownRoute: knownRoutes(mgr.GetClient()), RouteAnnotationKey: a.RouteAnnotationKey,
+		MaxBodyBytes: a.maxBodyBytes(), Observer: observer,
+	})
+	if err != nil {
+		return fmt.Errorf("building the audit handler: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(audit.PathPrefix, handler)
+	mux.Handle(audit.PathPrefix+"/", handler)
+	server := &audit.Server{Addr: a.ListenAddr, Handler: mux, GetCertificate: watcher.GetCertificate, ClientCAs: clientCAs,
+		Insecure: a.Insecure}
+	if err := mgr.Add(server); err != nil {
+		return fmt.Errorf("adding the audit ingress: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("audit-ingress", server.Ready); err != nil {
+		return fmt.Errorf("adding the audit ingress readiness check: %w", err)
+	}
+	return nil
+}
+
+// knownRouteTimeout bounds the ClusterProvider read of one audit request.
+const knownRouteTimeout = 5 * time.Second
+
+// knownRoutes reports whether some ClusterProvider carries a route, from
+// the manager's cache.
+func knownRoutes(c client.Reader) func(string) bool {
+	return func(route string) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), knownRouteTimeout)
+		defer cancel()
+		var providers v1alpha3.ClusterProviderList
+		if err := c.List(ctx, &providers); err != nil {
+			return false
+		}
+		for i := range providers.Items {
+			if providers.Items[i].AuditRoute() == route {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// indexSweepInterval is how often the fact index drops expired facts (it
+// also checks expiry on every read).
+const indexSweepInterval = 30 * time.Second
+
+// attributionPipeline is the watch side of attribution: the fact index,
+// the follower that fills it from the transport, and the resolver the
+// target streams ask.
+type attributionPipeline struct {
+	index    *attribution.Index
+	follower *attribution.Follower
+	resolver *attribution.Resolver
+}
+
+// newAttributionPipeline builds the index, follower and resolver over
+// transport, reporting to reg.
+func newAttributionPipeline(a *AttributionOptions, transport facts.Transport, reg prometheus.Registerer) (*attributionPipeline, error) {
+	observer := metrics.NewAttributionMetrics()
+	if err := observer.Register(reg); err != nil {
+		return nil, fmt.Errorf("registering attribution metrics: %w", err)
+	}
+	index := &attribution.Index{TTL: a.factTTL(), Observer: observer}
+	return &attributionPipeline{
+		index:    index,
+		follower: &attribution.Follower{Transport: transport, TransportName: a.Transport, Index: index, Observer: observer},
+		resolver: &attribution.Resolver{Index: index, Grace: a.grace(), Observer: observer},
+	}, nil
+}
+
+// engineAttribution is what the engine hands each target's streams.
+func (p *attributionPipeline) engineAttribution() *engine.Attribution {
+	if p == nil {
+		return nil
+	}
+	return &engine.Attribution{Resolver: p.resolver, Follow: p.follower.Ensure}
+}
+
+// Start sweeps the index until ctx ends, then stops the follower (a
+// manager Runnable on every replica: the streams' facts must reach the
+// index wherever the watches run).
+func (p *attributionPipeline) Start(ctx context.Context) error {
+	done := p.index.StartSweeping(ctx, indexSweepInterval)
+	<-ctx.Done()
+	p.follower.Stop()
+	<-done
+	return nil
+}
+
+// NeedLeaderElection is false: see Start.
+func (p *attributionPipeline) NeedLeaderElection() bool { return false }
