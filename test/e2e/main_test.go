@@ -15,6 +15,10 @@ import (
 var env struct {
 	kube *harness.Kube
 	git  *harness.GitServer
+	// audit is where the API server posts the audit events of the
+	// attribution tests' namespaces: an operator started with attribution
+	// serves its ingress there.
+	audit auditSetup
 }
 
 const (
@@ -35,7 +39,11 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer env.git.Stop()
-	env.kube, err = harness.StartKube(harness.KubeOptions{})
+	if env.audit, err = prepareAudit(dir); err != nil {
+		return 0, err
+	}
+	env.kube, err = harness.StartKube(harness.KubeOptions{AuditPolicyFile: env.audit.policyFile,
+		AuditWebhookConfigFile: env.audit.webhookFile, AuditBatchMaxWait: auditBatchMaxWait})
 	if err != nil {
 		return 0, err
 	}

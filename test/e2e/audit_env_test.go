@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/configbutler/gitops-reverser/internal/operator"
+	"github.com/configbutler/gitops-reverser/test/harness"
+)
+
+// auditBatchMaxWait is the API server's audit batch delay in the suite:
+// the docs' recommended 1 s would do, shorter keeps the tests quick.
+const auditBatchMaxWait = 300 * time.Millisecond
+
+// attributionNamespaces are the only namespaces whose writes the suite's
+// API server audits, so the other tests' writes post nothing to a port
+// where, most of the time, no ingress listens.
+var attributionNamespaces = []string{"attr-authors", "attr-two-actors"}
+
+// auditSetup is the suite's audit webhook: the ingress address the API
+// server posts to, and the files an attributing operator serves it with.
+type auditSetup struct {
+	addr                    string
+	certFile, keyFile       string
+	clientCAFile            string
+	policyFile, webhookFile string
+}
+
+// prepareAudit makes the CAs and certificates (the ingress's serving
+// certificate, the API server's client certificate), the webhook
+// kubeconfig and the policy, before the API server starts.
+func prepareAudit(dir string) (auditSetup, error) {
+	port, err := harness.FreePort()
+	if err != nil {
+		return auditSetup{}, err
+	}
+	serving, err := harness.NewCA("e2e audit ingress")
+	if err != nil {
+		return auditSetup{}, err
+	}
+	clients, err := harness.NewCA("e2e audit clients")
+	if err != nil {
+		return auditSetup{}, err
+	}
+	server, err := serving.Server(dir, "audit-ingress", "127.0.0.1")
+	if err != nil {
+		return auditSetup{}, err
+	}
+	apiserver, err := clients.Client(dir, "apiserver-audit", "kube-apiserver")
+	if err != nil {
+		return auditSetup{}, err
+	}
+	a := auditSetup{addr: fmt.Sprintf("127.0.0.1:%d", port), certFile: server.CertFile, keyFile: server.KeyFile}
+	if a.clientCAFile, err = clients.WriteCert(dir, "audit-client-ca.crt"); err != nil {
+		return auditSetup{}, err
+	}
+	if a.webhookFile, err = harness.WriteAuditWebhookConfig(dir, "https://"+a.addr+"/audit-webhook/default", serving.CertPEM, apiserver); err != nil {
+		return auditSetup{}, err
+	}
+	a.policyFile = filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(a.policyFile, []byte(suitePolicy()), 0o600); err != nil {
+		return auditSetup{}, fmt.Errorf("writing the audit policy: %w", err)
+	}
+	return a, nil
+}
+
+// suitePolicy is the chart's audit policy (proven against the API server
+// on its own in test/harness) with its RequestResponse rule limited to
+// attributionNamespaces.
+func suitePolicy() string {
+	return `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+omitManagedFields: true
+rules:
+  - level: None
+    verbs: [get, list, watch]
+  - level: None
+    resources:
+      - {group: "", resources: [events, "*/status"]}
+      - {group: coordination.k8s.io, resources: [leases]}
+  - level: RequestResponse
+    verbs: [create, update, patch, delete, deletecollection]
+    namespaces: [` + strings.Join(attributionNamespaces, ", ") + `]
+  - level: None
+`
+}
+
+// withAttribution is a startOperatorWith tune: the operator serves the
+// suite's audit ingress and names the authors of live changes.
+func withAttribution(grace time.Duration) func(*operator.Options) {
+	return func(o *operator.Options) {
+		o.Attribution = &operator.AttributionOptions{ListenAddr: env.audit.addr, CertFile: env.audit.certFile,
+			KeyFile: env.audit.keyFile, ClientCAFile: env.audit.clientCAFile, Transport: operator.TransportMemory,
+			Replicas: 1, Grace: grace}
+	}
+}
