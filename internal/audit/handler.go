@@ -165,6 +165,9 @@ func (h *Handler) extract(events []auditv1.Event, route string, shared bool) []*
 			h.opts.Observer.Event(labels, outcome)
 			continue
 		}
+		if !fact.Stage.IsZero() {
+			h.opts.Observer.FactDelay(h.opts.Now().Sub(fact.Stage))
+		}
 		batch := byStream[fact.Stream]
 		if batch == nil {
 			batch = &streamBatch{stream: fact.Stream}

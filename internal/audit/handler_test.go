@@ -72,6 +72,7 @@ type recordingObserver struct {
 	events   map[facts.Outcome][]audit.EventLabels
 	unrouted map[audit.UnroutedReason]int
 	lists    []listReport
+	delays   []time.Duration
 }
 
 type listReport struct {
@@ -93,6 +94,12 @@ func (o *recordingObserver) Unrouted(reason audit.UnroutedReason) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.unrouted[reason]++
+}
+
+func (o *recordingObserver) FactDelay(delay time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.delays = append(o.delays, delay)
 }
 
 func (o *recordingObserver) EventList(outcome audit.ListOutcome, events int, _ time.Duration) {
@@ -197,6 +204,10 @@ func TestMixedEventListPublishesTheAcceptedFactsOncePerStream(t *testing.T) {
 	require.Equal(t, []listReport{{outcome: audit.ListOK, events: 2 * len(scenarios)}}, observer.lists)
 	require.Contains(t, observer.events[facts.OutcomeQueued], audit.EventLabels{Group: "apps", Version: "v1", Resource: "deployments", Verb: "update"})
 	require.Contains(t, observer.events[facts.OutcomeReadOnlyOrUnknownVerb], audit.EventLabels{Version: "v1", Resource: "configmaps", Verb: "get"})
+	require.Len(t, observer.delays, 5, "each accepted event's delay since its stage time is reported")
+	for _, d := range observer.delays {
+		require.Positive(t, d, "the captured events were staged before now")
+	}
 }
 
 // TestRequestsThatAreNotEventListsAreRefusedAndCounted: every refusal

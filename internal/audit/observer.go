@@ -20,6 +20,11 @@ type Observer interface {
 	// EventList reports one request: its outcome, how many events it
 	// carried (0 when it could not be read) and how long it took.
 	EventList(outcome ListOutcome, events int, took time.Duration)
+	// FactDelay reports, for each accepted event, how long after its stage
+	// time it reached the ingress: the API server's batching (its
+	// --audit-webhook-batch-max-wait) is most of it, and a delay beyond
+	// the attribution grace means the fact comes too late to name anybody.
+	FactDelay(delay time.Duration)
 }
 
 // EventLabels name an event's type and verb for the metrics.
@@ -103,3 +108,4 @@ type nopObserver struct{}
 func (nopObserver) Event(EventLabels, facts.Outcome)          {}
 func (nopObserver) Unrouted(UnroutedReason)                   {}
 func (nopObserver) EventList(ListOutcome, int, time.Duration) {}
+func (nopObserver) FactDelay(time.Duration)                   {}

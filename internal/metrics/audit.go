@@ -25,6 +25,7 @@ type AuditMetrics struct {
 	lists        *prometheus.CounterVec
 	listEvents   *prometheus.CounterVec
 	listDuration *prometheus.HistogramVec
+	factDelay    prometheus.Histogram
 }
 
 var _ audit.Observer = (*AuditMetrics)(nil)
@@ -51,6 +52,11 @@ func NewAuditMetrics() *AuditMetrics {
 		listDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "audit_eventlist_duration_seconds",
 			Help:    "Time to read, gate and publish one request to /audit-webhook, by outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}, []string{"outcome"}),
+		factDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: "audit_fact_delay_seconds",
+			Help: "How long after its stage time an accepted audit event reached the ingress. Mostly the API server's " +
+				"--audit-webhook-batch-max-wait (Kubernetes' default is 30 s); a delay past --author-attribution-grace " +
+				"means the change was committed unresolved before its fact came.",
+			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60}}),
 	}
 	for _, outcome := range audit.ListOutcomes() {
 		m.lists.WithLabelValues(string(outcome))
@@ -63,6 +69,9 @@ func NewAuditMetrics() *AuditMetrics {
 	return m
 }
 
+// FactDelay observes one accepted event's delay.
+func (m *AuditMetrics) FactDelay(delay time.Duration) { m.factDelay.Observe(delay.Seconds()) }
+
 // Register adds the families to reg.
 func (m *AuditMetrics) Register(reg prometheus.Registerer) error {
 	for _, c := range m.auditFamilies() {
@@ -74,7 +83,7 @@ func (m *AuditMetrics) Register(reg prometheus.Registerer) error {
 }
 
 func (m *AuditMetrics) auditFamilies() []prometheus.Collector {
-	return []prometheus.Collector{m.events, m.unrouted, m.lists, m.listEvents, m.listDuration}
+	return []prometheus.Collector{m.events, m.unrouted, m.lists, m.listEvents, m.listDuration, m.factDelay}
 }
 
 // Event implements audit.Observer. The first write of a type and verb

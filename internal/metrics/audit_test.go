@@ -38,6 +38,7 @@ func TestAuditRequestFamiliesAreScrapedAsZeroFromStart(t *testing.T) {
 	require.Equal(t, map[string]int{
 		"gitopsreverser_audit_eventlists_total":           outcomes,
 		"gitopsreverser_audit_eventlist_events_total":     outcomes,
+		"gitopsreverser_audit_fact_delay_seconds":         1,
 		"gitopsreverser_audit_eventlist_duration_seconds": outcomes,
 		"gitopsreverser_audit_unrouted_events_total":      len(audit.UnroutedReasons()),
 	}, seen, "audit_events_total has no series until a type is known")
