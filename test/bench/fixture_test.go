@@ -43,6 +43,8 @@ type mirrorOptions struct {
 	// fleetLabel=fleet (sourceNamespace "*" and an admitting selector);
 	// otherwise the rule follows the control namespace only.
 	fleet string
+	// resource is the core resource the rule follows; empty is configmaps.
+	resource string
 }
 
 // newMirror creates the repository and the custom resources of a mirror.
@@ -69,8 +71,12 @@ func newMirror(ctx context.Context, e *benchEnv, name string, opts mirrorOptions
 	}
 	target := &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: m.target},
 		Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: path}}
+	resource := opts.resource
+	if resource == "" {
+		resource = "configmaps"
+	}
 	rule := v1alpha3.NamespacedResourceRule{ResourceSelector: v1alpha3.ResourceSelector{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}}}
+		APIGroups: []string{""}, Resources: []string{resource}}}
 	if opts.fleet != "" {
 		target.Spec.AllowedSourceNamespaces = &v1alpha3.NamespacePolicy{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{fleetLabel: opts.fleet}}}

@@ -47,6 +47,8 @@ type benchEnv struct {
 	profileDir     string
 	// gitea starts with the first scenario that commits through it.
 	gitea lazyGitea
+	// audit is the API server's audit webhook, for scenario G.
+	audit benchAudit
 }
 
 var (
@@ -99,7 +101,11 @@ func (e *benchEnv) start() error {
 	if err != nil {
 		return fmt.Errorf("starting the git server: %w", err)
 	}
-	if e.kube, err = harness.StartKube(harness.KubeOptions{}); err != nil {
+	if e.audit, err = prepareAudit(e.dir); err != nil {
+		return err
+	}
+	if e.kube, err = harness.StartKube(harness.KubeOptions{AuditPolicyFile: e.audit.policyFile,
+		AuditWebhookConfigFile: e.audit.webhookFile, AuditBatchMaxWait: benchAuditBatchMaxWait}); err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
 	kubeconfig, err := e.kube.Kubeconfig()

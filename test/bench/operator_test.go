@@ -39,6 +39,12 @@ type operatorRun struct {
 // startOperator starts the operator against the shared control plane. name
 // labels its log file (and CPU profile, in a profiling build).
 func startOperator(e *benchEnv, name string) (*operatorRun, error) {
+	return startOperatorArgs(e, name)
+}
+
+// startOperatorArgs is startOperator with further flags, which win over
+// the defaults above them.
+func startOperatorArgs(e *benchEnv, name string, extra ...string) (*operatorRun, error) {
 	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
@@ -70,7 +76,7 @@ func startOperator(e *benchEnv, name string) (*operatorRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the operator log: %w", err)
 	}
-	cmd := exec.Command(e.operatorBinary, args...)
+	cmd := exec.Command(e.operatorBinary, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), strings.Fields(os.Getenv(operatorEnvEnv))...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// A dying benchmark must not leave an operator writing to the remote.

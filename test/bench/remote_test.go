@@ -155,3 +155,10 @@ func pollHeads(ctx context.Context, r remote, op *operatorRun, interval, timeout
 		}
 	}
 }
+
+// lastAuthor is "name <email>" of the last commit on main that touched
+// file (below the remote's path).
+func (r bareRemote) lastAuthor(ctx context.Context, file string) (string, error) {
+	out, _, err := r.git(ctx, nil, "log", "-1", "--format=%an <%ae>", branchRef, "--", r.path+"/"+file)
+	return strings.TrimSpace(out), err
+}

@@ -83,7 +83,7 @@ func measureEditToCommit(b *testing.B, fk forgeKind, scenario string, samples in
 	require.NoError(b, err)
 	after, err := markRequests(ctx, e, op, m, before, commitsAfter-commitsBefore)
 	require.NoError(b, err)
-	reportLatency(r, latencies, oneCommit, commitStats(before.metrics, after.metrics))
+	reportLatency(r, latencies, oneCommit, 0, commitStats(before.metrics, after.metrics))
 	r.info("commits per edit", float64(commitsAfter-commitsBefore)/float64(samples), "")
 	perCommitTarget := 0.0
 	if fk == forgeGitHub {
@@ -119,10 +119,13 @@ func commitStats(before, after metricSamples) remoteCommitStats {
 	}
 }
 
-func reportLatency(r reporter, latencies []time.Duration, oneCommit time.Duration, stats remoteCommitStats) {
+// reportLatency records the edit-to-commit figures; the p50 target is the
+// commit window, one remote commit, latencySlack and extra (what the
+// scenario adds on purpose, e.g. the audit batch wait).
+func reportLatency(r reporter, latencies []time.Duration, oneCommit, extra time.Duration, stats remoteCommitStats) {
 	r.b.Helper()
 	p50, p90 := percentile(latencies, 50), percentile(latencies, 90)
-	target := latencyCommitWindow + oneCommit + latencySlack
+	target := latencyCommitWindow + oneCommit + latencySlack + extra
 	r.atMost("p50 API write to remote", float64(p50.Milliseconds()), "ms", float64(target.Milliseconds()))
 	r.info("p90 API write to remote", float64(p90.Milliseconds()), "ms")
 	r.info("max API write to remote", float64(percentile(latencies, 100).Milliseconds()), "ms")
