@@ -55,15 +55,7 @@ func measureEditToCommit(b *testing.B, fk forgeKind, scenario string, samples in
 	op, err := startOperator(e, name)
 	require.NoError(b, err)
 	defer stopOperator(b, op)
-	_, err = pollHeads(ctx, m.remote, op, 100*time.Millisecond, time.Minute, fileContains(m, file, "initial"))
-	require.NoError(b, err, "waiting for the probe ConfigMap in Git")
-	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
-	commitsBefore, err := m.remote.commitCount(ctx)
-	require.NoError(b, err)
-	before, err := markRequests(ctx, e, op, m, requestMark{}, commitsBefore)
-	require.NoError(b, err)
-	oneCommit, err := measureRemoteCommit(ctx, r, e, fk, 15)
-	require.NoError(b, err)
+	before, commitsBefore, oneCommit := latencyBaseline(b, r, e, m, op, file)
 
 	latencies := make([]time.Duration, 0, samples)
 	next := time.Now()
@@ -91,6 +83,25 @@ func measureEditToCommit(b *testing.B, fk forgeKind, scenario string, samples in
 	}
 	reportRequests(r, m, "1-file commits: ", before, after, commitsAfter-commitsBefore, perCommitTarget)
 	r.usage(u)
+}
+
+// latencyBaseline waits until the operator mirrored the probe file (its
+// value "initial") and is Ready, marks the request counters, and measures
+// one remote commit through the mirror's forge apart from the operator. It
+// returns the mark, the commits on the remote and the remote commit's time.
+func latencyBaseline(b *testing.B, r reporter, e *benchEnv, m *mirror, op *operatorRun, file string) (requestMark, int, time.Duration) {
+	b.Helper()
+	ctx := context.Background()
+	_, err := pollHeads(ctx, m.remote, op, 100*time.Millisecond, time.Minute, fileContains(m, file, "initial"))
+	require.NoError(b, err, "waiting for the probe in Git")
+	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
+	commitsBefore, err := m.remote.commitCount(ctx)
+	require.NoError(b, err)
+	before, err := markRequests(ctx, e, op, m, requestMark{}, commitsBefore)
+	require.NoError(b, err)
+	oneCommit, err := measureRemoteCommit(ctx, r, e, m.repo.kind, 15)
+	require.NoError(b, err)
+	return before, commitsBefore, oneCommit
 }
 
 // remoteCommitStats are the operator's own timings of the measured commits.

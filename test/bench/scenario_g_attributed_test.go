@@ -47,15 +47,7 @@ func BenchmarkEditToCommitAttributed(b *testing.B) {
 	op, err := startOperatorArgs(e, name, e.audit.operatorArgs()...)
 	require.NoError(b, err)
 	defer stopOperator(b, op)
-	_, err = pollHeads(ctx, m.remote, op, 100*time.Millisecond, time.Minute, fileContains(m, file, "initial"))
-	require.NoError(b, err, "waiting for the probe in Git")
-	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
-	commitsBefore, err := m.remote.commitCount(ctx)
-	require.NoError(b, err)
-	before, err := markRequests(ctx, e, op, m, requestMark{}, commitsBefore)
-	require.NoError(b, err)
-	oneCommit, err := measureRemoteCommit(ctx, r, e, forgeGit, 15)
-	require.NoError(b, err)
+	before, commitsBefore, oneCommit := latencyBaseline(b, r, e, m, op, file)
 
 	latencies := make([]time.Duration, 0, samples)
 	authored := 0
