@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -378,4 +379,47 @@ func TestAChangeIsCommittedUnresolvedWhileTheAuditWebhookIsDown(t *testing.T) {
 		require.Equal(t, unresolvedAuthor, author, "\n%s", gitLog(t, m.repo))
 	}
 	require.Zero(t, metricSum(t, "gitopsreverser_audit_events_total"), "no audit event reached the ingress")
+}
+
+// TestAFactArrivingAfterItsCommitShippedRewritesNothing: with a grace far
+// below the API server's batch delay, alice's change is committed
+// unresolved before her fact arrives; once it has arrived (the ingress
+// counted it) and a later change is committed, the unresolved commit and
+// the history before it are as they were. LimitRanges are this test's
+// alone, so the count is of its own facts.
+func TestAFactArrivingAfterItsCommitShippedRewritesNothing(t *testing.T) {
+	m := newMirror(t, "attr-late-fact", "limitranges")
+	startOperatorWith(t, withAttribution(time.Millisecond))
+	waitReady(t, m.ns, m.target)
+	ctx := context.Background()
+	alice := actor(t, "alice", nil)
+	path := m.path + "/attr-late-fact/limitranges/limits.yaml"
+	limits := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "limits"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{corev1.ResourceCPU: resourceQuantity(t, "1")}}}}}
+
+	require.NoError(t, alice.Create(ctx, limits))
+	eventually(t, "the change in Git", func() bool { return gitFile(t, m.repo, path) != "" })
+	shipped := head(t, m.repo)
+	require.Equal(t, unresolvedAuthor, commitAuthor(t, m.repo, shipped), "committed before the fact came")
+	before, err := env.git.Git(m.repo, "rev-list", "main")
+	require.NoError(t, err)
+	eventually(t, "alice's fact at the ingress", func() bool {
+		return metricSumWhere(t, "gitopsreverser_audit_events_total", map[string]string{"outcome": "queued", "resource": "limitranges"}) >= 1
+	})
+
+	limits.Spec.Limits[0].Max[corev1.ResourceCPU] = resourceQuantity(t, "2")
+	require.NoError(t, alice.Update(ctx, limits))
+	eventually(t, "the later change in Git", func() bool { return strings.Contains(gitFile(t, m.repo, path), `cpu: "2"`) })
+	after, err := env.git.Git(m.repo, "rev-list", "main")
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(after, before), "history was rewritten:\nbefore\n%s\nafter\n%s", before, after)
+	require.Equal(t, unresolvedAuthor, commitAuthor(t, m.repo, shipped))
+}
+
+func resourceQuantity(t *testing.T, s string) resource.Quantity {
+	t.Helper()
+	q, err := resource.ParseQuantity(s)
+	require.NoError(t, err)
+	return q
 }

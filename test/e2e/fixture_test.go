@@ -40,6 +40,12 @@ var lastRegistry *prometheus.Registry
 // (counters and gauges by value, histograms by observation count).
 func metricSum(t *testing.T, name string) float64 {
 	t.Helper()
+	return metricSumWhere(t, name, nil)
+}
+
+// metricSumWhere is metricSum over the series whose labels include want.
+func metricSumWhere(t *testing.T, name string, want map[string]string) float64 {
+	t.Helper()
 	families, err := lastRegistry.Gather()
 	require.NoError(t, err)
 	var sum float64
@@ -48,6 +54,13 @@ func metricSum(t *testing.T, name string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if !includes(labels, want) {
+				continue
+			}
 			switch {
 			case m.GetCounter() != nil:
 				sum += m.GetCounter().GetValue()
@@ -59,6 +72,15 @@ func metricSum(t *testing.T, name string) float64 {
 		}
 	}
 	return sum
+}
+
+func includes(labels, want map[string]string) bool {
+	for k, v := range want {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // startOperator runs the operator until the returned stop is called (or
