@@ -19,7 +19,7 @@ import (
 // submitted as a server-side dry run: there is no kubelet or image to run it.
 var realKinds = map[string]bool{
 	"CustomResourceDefinition": true, "ServiceAccount": true, "Secret": true,
-	"ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true,
+	"ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true, "ConfigMap": true,
 }
 
 var crdsOnce sync.Mutex

@@ -45,6 +45,7 @@ func variants() []variant {
 		{"generateEncryptionKeys", "rbac: {generateEncryptionKeys: true}\n"},
 		{"noLeaderElection", "operator: {leaderElect: false, additionalSensitiveResources: [sealedsecrets.bitnami.com]}\n"},
 		{"serviceMonitor", "metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}\n"},
+		{"attribution", "attribution: {enabled: true}\n"},
 	}
 }
 

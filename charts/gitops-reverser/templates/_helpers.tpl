@@ -41,3 +41,43 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "gitops-reverser.credentialsNamespace" -}}
 {{- default .Release.Namespace .Values.credentials.namespace -}}
 {{- end -}}
+
+{{/* Name of the audit ingress's Service; the serving certificate names it. */}}
+{{- define "gitops-reverser.auditService" -}}
+{{- printf "%s-audit" (include "gitops-reverser.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The DNS names the audit ingress's serving certificate holds. */}}
+{{- define "gitops-reverser.auditDNSNames" -}}
+{{- $svc := include "gitops-reverser.auditService" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- toJson (concat (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns)) .Values.attribution.extraDNSNames) -}}
+{{- end -}}
+
+{{/* Where the audit ingress's certificate is mounted in the operator's Pod. */}}
+{{- define "gitops-reverser.auditCertDir" -}}/etc/gitops-reverser/audit{{- end -}}
+
+{{/* The URL kube-apiserver posts its audit batches to. */}}
+{{- define "gitops-reverser.auditWebhookURL" -}}
+{{- if .Values.attribution.webhookURL -}}
+{{- .Values.attribution.webhookURL -}}
+{{- else -}}
+{{- printf "https://%s.%s.svc:%v/audit-webhook/%s" (include "gitops-reverser.auditService" .) .Release.Namespace .Values.attribution.service.port .Values.attribution.auditRoute -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Attribution's preconditions, checked where the Deployment renders. The
+memory transport keeps facts in one process: a second replica would miss
+the facts the first received.
+*/}}
+{{- define "gitops-reverser.attributionChecks" -}}
+{{- if .Values.attribution.enabled -}}
+{{- if gt (int .Values.replicaCount) 1 -}}
+{{- fail (printf "attribution.enabled=true keeps audit facts in memory in one process (--author-attribution-transport=memory) and needs replicaCount: 1, not %v" .Values.replicaCount) -}}
+{{- end -}}
+{{- if and .Values.attribution.certManager.enabled (not (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
+{{- fail "attribution.certManager.enabled=true needs cert-manager (the cert-manager.io/v1 API) in the cluster; install it, or set it false and the chart generates the certificates" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
