@@ -253,6 +253,24 @@ func TestAttributionCertificatesSurviveAnUpgrade(t *testing.T) {
 	for _, name := range []string{"gr-gitops-reverser-audit-serving", "gr-gitops-reverser-audit-client"} {
 		require.Equal(t, secretData(t, named(t, first, "Secret", name)), secretData(t, named(t, again, "Secret", name)), name)
 	}
+	// The notes tell the admin how to copy exactly these objects' files
+	// (a release and namespace of their own: helm install adopts no object
+	// the other tests applied).
+	const notesNS = "attribution-notes"
+	ensureNamespace(t, notesNS)
+	out, err := helm(t, append([]string{"install", "notes", chartDir(), "--namespace", notesNS, "--dry-run=server", "--kubeconfig", path},
+		valuesFile(t, attributionOn)...)...)
+	require.NoError(t, err, out)
+	notes := out[strings.Index(out, "NOTES:"):]
+	for _, want := range []string{
+		"kubectl -n " + notesNS + " get configmap notes-gitops-reverser-audit-apiserver -o jsonpath='{.data.audit-webhook\\.kubeconfig}' > /etc/kubernetes/gitops-reverser/audit-webhook.kubeconfig",
+		"kubectl -n " + notesNS + " get secret notes-gitops-reverser-audit-client -o jsonpath='{.data.tls\\.key}' | base64 -d > /etc/kubernetes/gitops-reverser/client.key",
+		"--audit-webhook-batch-max-wait=1s",
+		"https://notes-gitops-reverser-audit." + notesNS + ".svc:9444/audit-webhook/default",
+	} {
+		require.Contains(t, notes, want)
+	}
+
 	// Without the cluster, every render generates new ones.
 	fresh := render(t, "gr", ns, attributionOn)
 	require.NotEqual(t, secretData(t, named(t, first, "Secret", "gr-gitops-reverser-audit-client")),
