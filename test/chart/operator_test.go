@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
@@ -177,10 +178,16 @@ func TestOperatorRunsWithExactlyTheChartsRBAC(t *testing.T) {
 func forbiddenUntilGranted(t *testing.T, release, opNS, values, team, target, repo, path string) {
 	create(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "web"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}})
-	var rule v1alpha3.WatchRule
-	require.NoError(t, env.kube.Client().Get(ctx(t), client.ObjectKey{Namespace: team, Name: "rule"}, &rule))
-	rule.Spec.Rules[0].ResourceSelector.Resources = []string{"configmaps", "services"}
-	require.NoError(t, env.kube.Client().Update(ctx(t), &rule))
+	// The operator writes the rule's status meanwhile: read it again on a
+	// conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var rule v1alpha3.WatchRule
+		if err := env.kube.Client().Get(ctx(t), client.ObjectKey{Namespace: team, Name: "rule"}, &rule); err != nil {
+			return err
+		}
+		rule.Spec.Rules[0].ResourceSelector.Resources = []string{"configmaps", "services"}
+		return env.kube.Client().Update(ctx(t), &rule)
+	}))
 
 	var streams *metav1.Condition
 	require.Eventually(t, func() bool {
