@@ -8,7 +8,6 @@
 package attribution
 
 import (
-	"container/list"
 	"context"
 	"sync"
 	"time"
@@ -55,10 +54,13 @@ type Index struct {
 	mu      sync.RWMutex
 	streams map[facts.StreamKey]*streamIndex
 	// order holds every entry, oldest applied first (the total cap).
-	order list.List
+	order entryList
 	// ttlOrder holds the entries still filed under TTL'd keys, oldest
 	// applied first (the sweep).
-	ttlOrder list.List
+	ttlOrder entryList
+
+	// names shares the strings facts repeat (under mu).
+	names interner
 
 	waitMu  sync.Mutex
 	waiters map[waitKey]map[*waiter]struct{}
@@ -99,7 +101,7 @@ type streamIndex struct {
 	collections map[string][]*entry
 	byAuditID   map[string]*entry
 	// order holds the stream's entries, oldest applied first (the type cap).
-	order list.List
+	order entryList
 }
 
 // entry is one applied fact and the places it is filed.
@@ -114,7 +116,7 @@ type entry struct {
 	removalUIDs []string
 	// held counts the places that still point at it; at zero it is gone.
 	held                     int
-	all, inStream, inTTLList *list.Element
+	all, inStream, inTTL link
 }
 
 func (e *entry) expired(now time.Time) bool { return !now.Before(e.expires) }
@@ -157,8 +159,7 @@ func (x *Index) Apply(stream facts.StreamKey, fs []facts.Fact) {
 	s := x.stream(stream)
 	written := 0
 	for _, f := range fs {
-		f.Stream = stream
-		keys, ok := x.file(s, f, now)
+		keys, ok := x.file(s, x.slim(f), now)
 		if ok {
 			written++
 			woken = append(woken, keys...)
@@ -179,11 +180,12 @@ func (x *Index) Apply(stream facts.StreamKey, fs []facts.Fact) {
 func (x *Index) stream(key facts.StreamKey) *streamIndex {
 	if x.streams == nil {
 		x.streams = map[facts.StreamKey]*streamIndex{}
+		x.order.at, x.ttlOrder.at = allLink, ttlLink
 	}
 	s := x.streams[key]
 	if s == nil {
 		s = &streamIndex{key: key, slots: map[slotKey]*entry{}, removals: map[string]*entry{},
-			collections: map[string][]*entry{}, byAuditID: map[string]*entry{}}
+			collections: map[string][]*entry{}, byAuditID: map[string]*entry{}, order: entryList{at: streamLink}}
 		x.streams[key] = s
 	}
 	return s
@@ -233,10 +235,10 @@ func (x *Index) file(s *streamIndex, f facts.Fact, now time.Time) ([]slotKey, bo
 	if f.AuditID != "" {
 		s.byAuditID[f.AuditID] = e
 	}
-	e.all = x.order.PushBack(e)
-	e.inStream = s.order.PushBack(e)
+	x.order.PushBack(e)
+	s.order.PushBack(e)
 	if len(e.slots) > 0 {
-		e.inTTLList = x.ttlOrder.PushBack(e)
+		x.ttlOrder.PushBack(e)
 	}
 	return woken, true
 }
@@ -345,10 +347,7 @@ func (x *Index) unfileTTL(e *entry) {
 		}
 	}
 	e.slots = nil
-	if e.inTTLList != nil {
-		x.ttlOrder.Remove(e.inTTLList)
-		e.inTTLList = nil
-	}
+	x.ttlOrder.Remove(e)
 }
 
 // forget removes e from the bookkeeping once nothing points at it.
@@ -357,15 +356,9 @@ func (x *Index) forget(e *entry) {
 	if e.fact.AuditID != "" && s.byAuditID[e.fact.AuditID] == e {
 		delete(s.byAuditID, e.fact.AuditID)
 	}
-	if e.inTTLList != nil {
-		x.ttlOrder.Remove(e.inTTLList)
-		e.inTTLList = nil
-	}
-	if e.all != nil {
-		x.order.Remove(e.all)
-		s.order.Remove(e.inStream)
-		e.all, e.inStream = nil, nil
-	}
+	x.ttlOrder.Remove(e)
+	x.order.Remove(e)
+	s.order.Remove(e)
 }
 
 func removeEntry(es []*entry, e *entry) []*entry {
@@ -381,11 +374,11 @@ func removeEntry(es []*entry, e *entry) []*entry {
 // oldest overall past the total cap.
 func (x *Index) enforceCaps(s *streamIndex) {
 	for s.order.Len() > capOr(x.MaxPerStream, DefaultMaxPerStream) {
-		x.drop(s.order.Front().Value.(*entry))
+		x.drop(s.order.Front())
 		x.observer().Evicted(EvictedTypeCap)
 	}
 	for x.order.Len() > capOr(x.MaxTotal, DefaultMaxTotal) {
-		x.drop(x.order.Front().Value.(*entry))
+		x.drop(x.order.Front())
 		x.observer().Evicted(EvictedTotalCap)
 	}
 }
@@ -393,8 +386,7 @@ func (x *Index) enforceCaps(s *streamIndex) {
 // trimExpired drops expired facts from the oldest applied end until the
 // first live one; Sweep finds the rest.
 func (x *Index) trimExpired(now time.Time) {
-	for el := x.ttlOrder.Front(); el != nil; el = x.ttlOrder.Front() {
-		e := el.Value.(*entry)
+	for e := x.ttlOrder.Front(); e != nil; e = x.ttlOrder.Front() {
 		if !e.expired(now) {
 			return
 		}
@@ -423,12 +415,12 @@ func (x *Index) expire(e *entry) {
 func (x *Index) Sweep() {
 	x.mu.Lock()
 	now := x.clock().Now()
-	for el := x.ttlOrder.Front(); el != nil; {
-		next := el.Next()
-		if e := el.Value.(*entry); e.expired(now) {
+	for e := x.ttlOrder.Front(); e != nil; {
+		next := x.ttlOrder.Next(e)
+		if e.expired(now) {
 			x.expire(e)
 		}
-		el = next
+		e = next
 	}
 	entries := x.order.Len()
 	x.mu.Unlock()
