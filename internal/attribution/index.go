@@ -59,8 +59,8 @@ type Index struct {
 	// applied first (the sweep).
 	ttlOrder entryList
 
-	// names shares the strings facts repeat (under mu).
-	names interner
+	// actors are the actors the records share (under mu).
+	actors map[actorKey]*facts.Actor
 
 	waitMu  sync.Mutex
 	waiters map[waitKey]map[*waiter]struct{}
@@ -106,7 +106,7 @@ type streamIndex struct {
 
 // entry is one applied fact and the places it is filed.
 type entry struct {
-	fact    facts.Fact
+	fact    record
 	stream  *streamIndex
 	expires time.Time
 	// slots are the TTL'd keys it was filed under; it may since have lost
@@ -159,7 +159,7 @@ func (x *Index) Apply(stream facts.StreamKey, fs []facts.Fact) {
 	s := x.stream(stream)
 	written := 0
 	for _, f := range fs {
-		keys, ok := x.file(s, x.slim(f), now)
+		keys, ok := x.file(s, f, now)
 		if ok {
 			written++
 			woken = append(woken, keys...)
@@ -197,7 +197,7 @@ func (x *Index) file(s *streamIndex, f facts.Fact, now time.Time) ([]slotKey, bo
 	if f.AuditID != "" && s.byAuditID[f.AuditID] != nil {
 		return nil, false
 	}
-	e := &entry{fact: f, stream: s, expires: stageOr(f.Stage, now).Add(x.ttl())}
+	e := &entry{fact: x.record(f), stream: s, expires: stageOr(f.Stage, now).Add(x.ttl())}
 	live := !e.expired(now)
 	var woken []slotKey
 

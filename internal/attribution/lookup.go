@@ -13,7 +13,7 @@ import (
 // match is one tier's answer: the fact that named the actor.
 type match struct {
 	tier Tier
-	fact facts.Fact
+	fact record
 }
 
 // lookup walks the tier ladder once. hit is an answer the resolver may
@@ -131,7 +131,7 @@ func (s *streamIndex) lookupWrite(q Query, now time.Time) *match {
 // namespace and selectors cover the removed object and whose stage time
 // is within grace of the event. Collections by different actors that all
 // cover it are no answer: the scope cannot tell which one deleted it.
-func (s *streamIndex) coveringCollection(q Query, now time.Time, grace time.Duration) (facts.Fact, bool) {
+func (s *streamIndex) coveringCollection(q Query, now time.Time, grace time.Duration) (record, bool) {
 	at := q.Received
 	if at.IsZero() {
 		at = now
@@ -147,7 +147,7 @@ func (s *streamIndex) coveringCollection(q Query, now time.Time, grace time.Dura
 				continue
 			}
 			if found != nil && found.fact.Actor.Username != e.fact.Actor.Username {
-				return facts.Fact{}, false
+				return record{}, false
 			}
 			if found == nil || found.fact.Stage.Before(e.fact.Stage) {
 				found = e
@@ -155,7 +155,7 @@ func (s *streamIndex) coveringCollection(q Query, now time.Time, grace time.Dura
 		}
 	}
 	if found == nil {
-		return facts.Fact{}, false
+		return record{}, false
 	}
 	return found.fact, true
 }
