@@ -115,7 +115,7 @@ type entry struct {
 	// removalUIDs are the uids whose sticky slot it was put in.
 	removalUIDs []string
 	// held counts the places that still point at it; at zero it is gone.
-	held                     int
+	held                 int
 	all, inStream, inTTL link
 }
 
