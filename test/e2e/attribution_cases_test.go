@@ -45,9 +45,7 @@ func head(t *testing.T, repo string) string {
 // commitAuthor is the author of one commit.
 func commitAuthor(t *testing.T, repo, sha string) string {
 	t.Helper()
-	out, err := env.git.Git(repo, "log", "-1", "--format=%an <%ae>", sha)
-	require.NoError(t, err)
-	return out
+	return lastAuthor(t, repo, sha)
 }
 
 // TestTheDeleterAuthorsTheRemovalThatAnotherAccountsFinalizerCompletes:

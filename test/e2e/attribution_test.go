@@ -29,7 +29,13 @@ func actor(t *testing.T, user string, extra map[string][]string) client.Client {
 // authorOf is the author of the last commit that touched path.
 func authorOf(t *testing.T, m mirrorSetup, path string) string {
 	t.Helper()
-	out, err := env.git.Git(m.repo, "log", "-1", "--format=%an <%ae>", "main", "--", path)
+	return lastAuthor(t, m.repo, "main", "--", path)
+}
+
+// lastAuthor is "name <email>" of the last commit git log finds with args.
+func lastAuthor(t *testing.T, repo string, args ...string) string {
+	t.Helper()
+	out, err := env.git.Git(repo, append([]string{"log", "-1", "--format=%an <%ae>"}, args...)...)
 	require.NoError(t, err)
 	return out
 }
