@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -52,4 +53,105 @@ func TestConformance(t *testing.T) {
 		factstest.WithRetention(200*time.Millisecond, func(t *testing.T) facts.Transport {
 			return newTransport(t, Options{Retention: 200 * time.Millisecond})
 		}))
+}
+
+var cms = facts.StreamKey{Route: "prod", Resource: "configmaps"}
+
+// uniqueKey is a stream of the test's own, unique across runs.
+func uniqueKey(t *testing.T) facts.StreamKey {
+	k := cms
+	k.Route = fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+	return k
+}
+
+func numbered(prefix string, from, to int) []facts.Fact {
+	var fs []facts.Fact
+	for i := from; i < to; i++ {
+		fs = append(fs, facts.Fact{AuditID: fmt.Sprintf("%s-%03d", prefix, i)})
+	}
+	return fs
+}
+
+func ids(fs []facts.Fact) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.AuditID
+	}
+	return out
+}
+
+// A follower that falls behind a MaxLen trim is told exactly how many facts
+// it lost and goes on from the oldest fact still held.
+func TestFollowerThatFellBehindATrimIsToldTheGap(t *testing.T) {
+	tr := newTransport(t, Options{MaxLen: 10})
+	k := uniqueKey(t)
+	hold, held := make(chan struct{}), make(chan struct{})
+	var calls []string
+	var delivered []facts.Fact
+	lost := -1
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		done <- tr.Follow(ctx, k, time.Time{},
+			func(fs []facts.Fact) {
+				calls = append(calls, "facts")
+				delivered = append(delivered, fs...)
+				if len(calls) == 1 {
+					close(held)
+					<-hold // the follower is stuck in its first delivery
+				}
+				if fs[len(fs)-1].AuditID == "f-499" {
+					cancel()
+				}
+			},
+			func(n int) {
+				calls = append(calls, "gap")
+				lost = n
+			})
+	}()
+	require.NoError(t, tr.Publish(ctx, k, numbered("f", 0, 1)))
+	<-held
+	// One at a time, so that every XADD trims: "MAXLEN ~" drops whole
+	// nodes of the stream (100 entries), so some hundreds are kept.
+	for _, f := range numbered("f", 1, 500) {
+		require.NoError(t, tr.Publish(context.Background(), k, []facts.Fact{f}))
+	}
+	close(hold)
+	require.ErrorIs(t, <-done, context.Canceled)
+
+	require.Equal(t, "facts", calls[0])
+	require.Equal(t, "gap", calls[1], "calls: %v", calls)
+	require.Positive(t, lost)
+	require.NotContains(t, calls[2:], "gap")
+	want := append(numbered("f", 0, 1), numbered("f", 1+lost, 500)...)
+	require.Equal(t, ids(want), ids(delivered))
+}
+
+// An entry the follower cannot decode is skipped and reported; the facts
+// around it are delivered, and it is no gap.
+func TestUndecodableEntriesAreSkippedAndReported(t *testing.T) {
+	var decodeErrors []error
+	tr := newTransport(t, Options{DecodeError: func(err error) { decodeErrors = append(decodeErrors, err) }})
+	k := uniqueKey(t)
+	ctx := context.Background()
+	require.NoError(t, tr.Publish(ctx, k, numbered("before", 0, 1)))
+	raw := goredis.NewClient(&goredis.Options{Addr: server.Addr()})
+	defer raw.Close()
+	for _, values := range []map[string]any{
+		{fieldSeq: "2", fieldFact: "{not json"},  // numbered, so counted
+		{fieldFact: `{"v":1,"id":"unnumbered"}`}, // no number
+		{fieldSeq: "3", fieldFact: `{"v":99,"id":"future"}`},
+	} {
+		require.NoError(t, raw.XAdd(ctx, &goredis.XAddArgs{Stream: tr.Key(k), Values: values}).Err())
+	}
+	require.NoError(t, tr.Publish(ctx, k, numbered("after", 0, 1)))
+
+	f := factstest.Follow(t, tr, k, time.Time{})
+	require.Equal(t, []string{"before-000", "after-000"}, ids(f.Until(t, "after-000")))
+	require.ErrorIs(t, f.Stop(), context.Canceled) // after Stop, decodeErrors is the test's alone
+	require.Len(t, decodeErrors, 3)
+	require.ErrorContains(t, decodeErrors[0], "decoding fact")
+	require.ErrorIs(t, decodeErrors[1], errNoSeq)
+	require.ErrorContains(t, decodeErrors[2], "wire version 99")
 }
