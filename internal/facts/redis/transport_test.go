@@ -155,3 +155,22 @@ func TestUndecodableEntriesAreSkippedAndReported(t *testing.T) {
 	require.ErrorIs(t, decodeErrors[1], errNoSeq)
 	require.ErrorContains(t, decodeErrors[2], "wire version 99")
 }
+
+// A stream deleted under a live follower begins again at number 1: what
+// it held is unknown to the follower, so it is told a gap of unknown size.
+func TestStreamBegunAgainIsAGapOfUnknownSize(t *testing.T) {
+	tr := newTransport(t, Options{})
+	k := uniqueKey(t)
+	ctx := context.Background()
+	f := factstest.Follow(t, tr, k, time.Time{})
+	require.NoError(t, tr.Publish(ctx, k, numbered("old", 0, 2)))
+	require.Equal(t, []string{"old-000", "old-001"}, ids(f.Until(t, "old-001")))
+
+	raw := goredis.NewClient(&goredis.Options{Addr: server.Addr()})
+	defer raw.Close()
+	require.NoError(t, raw.Del(ctx, tr.Key(k)).Err())
+	require.NoError(t, tr.Publish(ctx, k, numbered("new", 0, 1)))
+
+	require.Equal(t, factstest.Delivery{Gap: true, Lost: 0}, f.Next(t))
+	require.Equal(t, []string{"new-000"}, ids(f.Next(t).Facts))
+}
