@@ -98,11 +98,8 @@ func updateValue(ctx context.Context, c client.Client, ns, name, value string) (
 // wrote.
 func TestConcurrentActorsAreNeverMisattributed(t *testing.T) {
 	m := newMirror(t, "attr-concurrency", "configmaps")
-	var provider v1alpha3.GitProvider
-	ctx := context.Background()
-	require.NoError(t, env.kube.Client().Get(ctx, client.ObjectKey{Namespace: m.ns, Name: "repo"}, &provider))
-	provider.Spec.Push.CommitWindow = &metav1.Duration{Duration: concurrencyWindow}
-	require.NoError(t, env.kube.Client().Update(ctx, &provider))
+	provider := v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "repo"}}
+	edit(t, &provider, func() { provider.Spec.Push.CommitWindow = &metav1.Duration{Duration: concurrencyWindow} })
 	names := make([]string, sharedConfigMaps)
 	for i := range names {
 		names[i] = fmt.Sprintf("shared-%02d", i)

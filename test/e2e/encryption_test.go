@@ -38,10 +38,8 @@ func newAgeKey(t *testing.T) ageKey {
 // encrypt sets the mirror's GitTarget spec.encryption.
 func encrypt(t *testing.T, m mirrorSetup, age v1alpha3.AgeEncryption) {
 	t.Helper()
-	var gt v1alpha3.GitTarget
-	require.NoError(t, env.kube.Client().Get(context.Background(), client.ObjectKey{Namespace: m.ns, Name: m.target}, &gt))
-	gt.Spec.Encryption = &v1alpha3.EncryptionSpec{Age: age}
-	require.NoError(t, env.kube.Client().Update(context.Background(), &gt))
+	gt := v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: m.target}}
+	edit(t, &gt, func() { gt.Spec.Encryption = &v1alpha3.EncryptionSpec{Age: age} })
 }
 
 func ageKeySecret(ns, name string, key ageKey) *corev1.Secret {

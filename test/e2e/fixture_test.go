@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
@@ -127,6 +128,22 @@ func startOperatorWith(t *testing.T, tune func(*operator.Options)) (stop func())
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// edit reads obj (its name set) and writes it back changed by change,
+// again on a conflict: the operator writes the status of the kinds it
+// reconciles meanwhile.
+func edit(t *testing.T, obj client.Object, change func()) {
+	t.Helper()
+	ctx := context.Background()
+	key := client.ObjectKeyFromObject(obj)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.kube.Client().Get(ctx, key, obj); err != nil {
+			return err
+		}
+		change()
+		return env.kube.Client().Update(ctx, obj)
+	}))
 }
 
 func apply(t *testing.T, objs ...client.Object) {

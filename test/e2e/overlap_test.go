@@ -190,7 +190,6 @@ func TestAnOlderTargetAdmittedLaterTakesItsPathBack(t *testing.T) {
 	const repo, older, younger, narrow = "admitted-later", "admit-a", "admit-b", "admit-narrow"
 	_, err := env.git.CreateBareRepo(repo)
 	require.NoError(t, err)
-	ctx := context.Background()
 	credentials := func(ns string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-credentials"},
 			StringData: map[string]string{"username": gitUser, "password": gitPassword}}
@@ -223,10 +222,8 @@ func TestAnOlderTargetAdmittedLaterTakesItsPathBack(t *testing.T) {
 		return gitFile(t, repo, "clusters/b/"+younger+"/configmaps/theirs.yaml") != ""
 	})
 
-	var cp v1alpha3.ClusterProvider
-	require.NoError(t, env.kube.Client().Get(ctx, client.ObjectKey{Name: narrow}, &cp))
-	cp.Spec.AllowedNamespaces.Names = []string{older}
-	require.NoError(t, env.kube.Client().Update(ctx, &cp))
+	cp := v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: narrow}}
+	edit(t, &cp, func() { cp.Spec.AllowedNamespaces.Names = []string{older} })
 	eventually(t, "the younger target refused, naming the older", func() bool {
 		c := targetCondition(t, younger, "mirror", v1alpha3.ConditionValidated)
 		return c != nil && c.Reason == v1alpha3.ReasonPathOverlap && strings.Contains(c.Message, older+"/mirror")

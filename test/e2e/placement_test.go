@@ -62,12 +62,12 @@ func TestDeclaredPlacementDecidesWhereNewFilesGo(t *testing.T) {
 // policy before any later write reaches it.
 func setPlacement(t *testing.T, m mirrorSetup, placement *v1alpha3.PlacementSpec) {
 	t.Helper()
-	ctx := context.Background()
-	var gt v1alpha3.GitTarget
-	require.NoError(t, env.kube.Client().Get(ctx, client.ObjectKey{Namespace: m.ns, Name: m.target}, &gt))
-	running := gt.Status.ObservedGeneration != 0
-	gt.Spec.Placement = placement
-	require.NoError(t, env.kube.Client().Update(ctx, &gt))
+	gt := v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: m.target}}
+	running := false
+	edit(t, &gt, func() {
+		running = gt.Status.ObservedGeneration != 0
+		gt.Spec.Placement = placement
+	})
 	if !running {
 		return
 	}

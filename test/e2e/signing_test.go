@@ -25,12 +25,11 @@ const committerEmail = "noreply@configbutler.ai"
 // enableSigning turns on spec.commit.signing on the mirror's GitProvider.
 func enableSigning(t *testing.T, m mirrorSetup, secret string, generate bool) {
 	t.Helper()
-	ctx := context.Background()
-	var gp v1alpha3.GitProvider
-	require.NoError(t, env.kube.Client().Get(ctx, client.ObjectKey{Namespace: m.ns, Name: "repo"}, &gp))
-	gp.Spec.Commit.Signing = &v1alpha3.CommitSigning{
-		SecretRef: v1alpha3.SecretKeyReference{Name: secret}, GenerateWhenMissing: generate}
-	require.NoError(t, env.kube.Client().Update(ctx, &gp))
+	gp := v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "repo"}}
+	edit(t, &gp, func() {
+		gp.Spec.Commit.Signing = &v1alpha3.CommitSigning{
+			SecretRef: v1alpha3.SecretKeyReference{Name: secret}, GenerateWhenMissing: generate}
+	})
 }
 
 // signingPublicKey waits for the GitProvider to publish its signing key and
