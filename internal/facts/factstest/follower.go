@@ -83,14 +83,16 @@ func (f *Follower) Until(t *testing.T, sentinel string) []facts.Fact {
 			if len(f.calls) > 0 {
 				continue // what Follow delivered before it returned comes first
 			}
-			t.Fatalf("Follow returned %v before %s was delivered; got %v", f.err, sentinel, auditIDs(got))
+			t.Fatalf("Follow returned %v before %s was delivered; got %v", f.err, sentinel, AuditIDs(got))
 		case <-deadline.C:
-			t.Fatalf("%s was not delivered within %s; got %v", sentinel, guard, auditIDs(got))
+			t.Fatalf("%s was not delivered within %s; got %v", sentinel, guard, AuditIDs(got))
 		}
 	}
 }
 
-func auditIDs(fs []facts.Fact) []string {
+// AuditIDs lists the audit ids of fs, in order: what transport tests
+// compare.
+func AuditIDs(fs []facts.Fact) []string {
 	ids := make([]string, len(fs))
 	for i, f := range fs {
 		ids[i] = f.AuditID

@@ -83,9 +83,18 @@ func fact(k facts.StreamKey, auditID string) facts.Fact {
 }
 
 func numbered(k facts.StreamKey, prefix string, n int) []facts.Fact {
-	fs := make([]facts.Fact, n)
+	fs := Numbered(prefix, 0, n)
 	for i := range fs {
-		fs[i] = fact(k, fmt.Sprintf("%s-%03d", prefix, i))
+		fs[i] = fact(k, fs[i].AuditID)
+	}
+	return fs
+}
+
+// Numbered are facts from..to-1 with only an audit id, prefix-NNN.
+func Numbered(prefix string, from, to int) []facts.Fact {
+	fs := make([]facts.Fact, 0, to-from)
+	for i := from; i < to; i++ {
+		fs = append(fs, facts.Fact{AuditID: fmt.Sprintf("%s-%03d", prefix, i)})
 	}
 	return fs
 }
@@ -97,7 +106,7 @@ func publish(t *testing.T, tr facts.Transport, k facts.StreamKey, fs ...facts.Fa
 
 func requireIDs(t *testing.T, want []facts.Fact, got []facts.Fact) {
 	t.Helper()
-	require.Equal(t, auditIDs(want), auditIDs(got))
+	require.Equal(t, AuditIDs(want), AuditIDs(got))
 }
 
 func (s suite) publishThenFollow(t *testing.T) {
@@ -177,7 +186,7 @@ func (s suite) independentStreams(t *testing.T) {
 	for i, f := range followers {
 		got := f.Until(t, fmt.Sprintf("s%d-end", i))
 		require.Equal(t, []string{fmt.Sprintf("s%d-0", i), fmt.Sprintf("s%d-1", i), fmt.Sprintf("s%d-2", i),
-			fmt.Sprintf("s%d-end", i)}, auditIDs(got), "stream %s", keys[i])
+			fmt.Sprintf("s%d-end", i)}, AuditIDs(got), "stream %s", keys[i])
 		for _, fa := range got {
 			require.Equal(t, keys[i], fa.Stream)
 		}
@@ -288,5 +297,5 @@ func (s suite) expiry(t *testing.T) {
 	waitPast(time.Now().Add(s.retention + s.resolution))
 	f := Follow(t, tr, k, time.Time{})
 	publish(t, tr, k, fact(k, "fresh"))
-	require.Equal(t, []string{"fresh"}, auditIDs(f.Until(t, "fresh")))
+	require.Equal(t, []string{"fresh"}, AuditIDs(f.Until(t, "fresh")))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/internal/facts"
+	"github.com/configbutler/gitops-reverser/internal/facts/factstest"
 )
 
 // The ring keeps its order through every mix of growing, wrapping and
@@ -50,7 +51,7 @@ func TestRingKeepsOrderAcrossGrowWrapAndTrim(t *testing.T) {
 			}
 			require.Equal(t, tc.wantFirst, r.first)
 			require.Equal(t, uint64(n), r.next)
-			require.Equal(t, tc.want, ids(r.from(r.first)))
+			require.Equal(t, tc.want, factstest.AuditIDs(r.from(r.first)))
 			require.LessOrEqual(t, len(r.buf), tc.max)
 			if len(tc.want) > 0 {
 				second := r.first + 1

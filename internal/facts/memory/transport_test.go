@@ -23,22 +23,6 @@ func TestConformance(t *testing.T) {
 
 var cms = facts.StreamKey{Route: "prod", Resource: "configmaps"}
 
-func numbered(prefix string, from, to int) []facts.Fact {
-	var fs []facts.Fact
-	for i := from; i < to; i++ {
-		fs = append(fs, facts.Fact{AuditID: fmt.Sprintf("%s-%02d", prefix, i)})
-	}
-	return fs
-}
-
-func ids(fs []facts.Fact) []string {
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = f.AuditID
-	}
-	return out
-}
-
 func publish(t *testing.T, tr *Transport, fs ...facts.Fact) {
 	t.Helper()
 	require.NoError(t, tr.Publish(context.Background(), cms, fs))
@@ -56,25 +40,25 @@ func TestFollowerThatFellBehindIsToldTheGap(t *testing.T) {
 	go func() {
 		done <- tr.Follow(ctx, cms, time.Time{},
 			func(fs []facts.Fact) {
-				calls = append(calls, fmt.Sprint(ids(fs)))
+				calls = append(calls, fmt.Sprint(factstest.AuditIDs(fs)))
 				if len(calls) == 1 {
 					close(held)
 					<-hold // the follower is stuck in its first delivery
 				}
-				if fs[len(fs)-1].AuditID == "f-10" {
+				if fs[len(fs)-1].AuditID == "f-010" {
 					cancel()
 				}
 			},
 			func(lost int) { calls = append(calls, fmt.Sprintf("gap %d", lost)) })
 	}()
-	publish(t, tr, numbered("f", 0, 1)...)
+	publish(t, tr, factstest.Numbered("f", 0, 1)...)
 	<-held
-	for _, f := range numbered("f", 1, 11) { // f-01 .. f-10; the ring keeps f-07 .. f-10
+	for _, f := range factstest.Numbered("f", 1, 11) { // f-01 .. f-10; the ring keeps f-07 .. f-10
 		publish(t, tr, f)
 	}
 	close(hold)
 	require.ErrorIs(t, <-done, context.Canceled)
-	require.Equal(t, []string{"[f-00]", "gap 6", "[f-07 f-08 f-09 f-10]"}, calls)
+	require.Equal(t, []string{"[f-000]", "gap 6", "[f-007 f-008 f-009 f-010]"}, calls)
 }
 
 // Publish never waits on a follower, even one that never returns from a
@@ -91,18 +75,18 @@ func TestPublishIsNotBlockedByAFollowerThatNeverReads(t *testing.T) {
 			<-stuck
 		}, func(int) {})
 	}()
-	publish(t, tr, numbered("first", 0, 1)...)
+	publish(t, tr, factstest.Numbered("first", 0, 1)...)
 	<-delivered
 
 	// Far more than the ring holds, one Publish at a time: each returns
 	// although the stuck follower will never read any of them.
-	for _, f := range numbered("f", 0, 50) {
+	for _, f := range factstest.Numbered("f", 0, 50) {
 		publish(t, tr, f)
 	}
 	publish(t, tr, facts.Fact{AuditID: "end"})
 
 	got := factstest.Follow(t, tr, cms, time.Time{}).Until(t, "end")
-	require.Equal(t, []string{"f-43", "f-44", "f-45", "f-46", "f-47", "f-48", "f-49", "end"}, ids(got))
+	require.Equal(t, []string{"f-043", "f-044", "f-045", "f-046", "f-047", "f-048", "f-049", "end"}, factstest.AuditIDs(got))
 }
 
 // A new follower is never given a fact published more than Retention ago,
@@ -129,14 +113,14 @@ func TestRetentionByPublishTime(t *testing.T) {
 		{"since just after it", start.Add(40*time.Second + time.Nanosecond), []string{"t70"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, ids(factstest.Follow(t, tr, cms, tc.since).Until(t, "t70")))
+			require.Equal(t, tc.want, factstest.AuditIDs(factstest.Follow(t, tr, cms, tc.since).Until(t, "t70")))
 		})
 	}
 
 	// Nothing is published while the clock moves on, so nothing trims the
 	// ring: it still holds t40, but a new follower is not given it.
 	clk.SetTime(start.Add(105 * time.Second))
-	require.Equal(t, []string{"t70"}, ids(factstest.Follow(t, tr, cms, time.Time{}).Until(t, "t70")))
+	require.Equal(t, []string{"t70"}, factstest.AuditIDs(factstest.Follow(t, tr, cms, time.Time{}).Until(t, "t70")))
 }
 
 // A publisher that reuses its slices after Publish changes nothing a

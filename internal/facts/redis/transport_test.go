@@ -64,22 +64,6 @@ func uniqueKey(t *testing.T) facts.StreamKey {
 	return k
 }
 
-func numbered(prefix string, from, to int) []facts.Fact {
-	var fs []facts.Fact
-	for i := from; i < to; i++ {
-		fs = append(fs, facts.Fact{AuditID: fmt.Sprintf("%s-%03d", prefix, i)})
-	}
-	return fs
-}
-
-func ids(fs []facts.Fact) []string {
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = f.AuditID
-	}
-	return out
-}
-
 // A follower that falls behind a MaxLen trim is told exactly how many facts
 // it lost and goes on from the oldest fact still held.
 func TestFollowerThatFellBehindATrimIsToldTheGap(t *testing.T) {
@@ -110,11 +94,11 @@ func TestFollowerThatFellBehindATrimIsToldTheGap(t *testing.T) {
 				lost = n
 			})
 	}()
-	require.NoError(t, tr.Publish(ctx, k, numbered("f", 0, 1)))
+	require.NoError(t, tr.Publish(ctx, k, factstest.Numbered("f", 0, 1)))
 	<-held
 	// One at a time, so that every XADD trims: "MAXLEN ~" drops whole
 	// nodes of the stream (100 entries), so some hundreds are kept.
-	for _, f := range numbered("f", 1, 500) {
+	for _, f := range factstest.Numbered("f", 1, 500) {
 		require.NoError(t, tr.Publish(context.Background(), k, []facts.Fact{f}))
 	}
 	close(hold)
@@ -124,8 +108,8 @@ func TestFollowerThatFellBehindATrimIsToldTheGap(t *testing.T) {
 	require.Equal(t, "gap", calls[1], "calls: %v", calls)
 	require.Positive(t, lost)
 	require.NotContains(t, calls[2:], "gap")
-	want := append(numbered("f", 0, 1), numbered("f", 1+lost, 500)...)
-	require.Equal(t, ids(want), ids(delivered))
+	want := append(factstest.Numbered("f", 0, 1), factstest.Numbered("f", 1+lost, 500)...)
+	require.Equal(t, factstest.AuditIDs(want), factstest.AuditIDs(delivered))
 }
 
 // An entry the follower cannot decode is skipped and reported; the facts
@@ -135,7 +119,7 @@ func TestUndecodableEntriesAreSkippedAndReported(t *testing.T) {
 	tr := newTransport(t, Options{DecodeError: func(err error) { decodeErrors = append(decodeErrors, err) }})
 	k := uniqueKey(t)
 	ctx := context.Background()
-	require.NoError(t, tr.Publish(ctx, k, numbered("before", 0, 1)))
+	require.NoError(t, tr.Publish(ctx, k, factstest.Numbered("before", 0, 1)))
 	raw := goredis.NewClient(&goredis.Options{Addr: server.Addr()})
 	defer raw.Close()
 	for _, values := range []map[string]any{
@@ -145,10 +129,10 @@ func TestUndecodableEntriesAreSkippedAndReported(t *testing.T) {
 	} {
 		require.NoError(t, raw.XAdd(ctx, &goredis.XAddArgs{Stream: tr.Key(k), Values: values}).Err())
 	}
-	require.NoError(t, tr.Publish(ctx, k, numbered("after", 0, 1)))
+	require.NoError(t, tr.Publish(ctx, k, factstest.Numbered("after", 0, 1)))
 
 	f := factstest.Follow(t, tr, k, time.Time{})
-	require.Equal(t, []string{"before-000", "after-000"}, ids(f.Until(t, "after-000")))
+	require.Equal(t, []string{"before-000", "after-000"}, factstest.AuditIDs(f.Until(t, "after-000")))
 	require.ErrorIs(t, f.Stop(), context.Canceled) // after Stop, decodeErrors is the test's alone
 	require.Len(t, decodeErrors, 3)
 	require.ErrorContains(t, decodeErrors[0], "decoding fact")
@@ -163,14 +147,14 @@ func TestStreamBegunAgainIsAGapOfUnknownSize(t *testing.T) {
 	k := uniqueKey(t)
 	ctx := context.Background()
 	f := factstest.Follow(t, tr, k, time.Time{})
-	require.NoError(t, tr.Publish(ctx, k, numbered("old", 0, 2)))
-	require.Equal(t, []string{"old-000", "old-001"}, ids(f.Until(t, "old-001")))
+	require.NoError(t, tr.Publish(ctx, k, factstest.Numbered("old", 0, 2)))
+	require.Equal(t, []string{"old-000", "old-001"}, factstest.AuditIDs(f.Until(t, "old-001")))
 
 	raw := goredis.NewClient(&goredis.Options{Addr: server.Addr()})
 	defer raw.Close()
 	require.NoError(t, raw.Del(ctx, tr.Key(k)).Err())
-	require.NoError(t, tr.Publish(ctx, k, numbered("new", 0, 1)))
+	require.NoError(t, tr.Publish(ctx, k, factstest.Numbered("new", 0, 1)))
 
 	require.Equal(t, factstest.Delivery{Gap: true, Lost: 0}, f.Next(t))
-	require.Equal(t, []string{"new-000"}, ids(f.Next(t).Facts))
+	require.Equal(t, []string{"new-000"}, factstest.AuditIDs(f.Next(t).Facts))
 }
