@@ -54,13 +54,14 @@ func (r Refusal) Error() string {
 
 // checkNewDocument validates an upsert's YAML: one document, a Kubernetes
 // object, the object the upsert names, and encrypted when sensitive.
-func checkNewDocument(w write, body []byte, target string) (*yaml.Node, *document, *Refusal) {
+func (ws *workspace) checkNewDocument(w write, body []byte, target string) (*yaml.Node, *document, *Refusal) {
 	refuse := func(reason RefusalReason, format string, args ...any) (*yaml.Node, *document, *Refusal) {
 		return nil, nil, &Refusal{ID: w.id, Path: target, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 	}
 	if sections := splitSections(body); len(sections) != 1 || sections[0].marker != noMarker {
 		return refuse(RefusalInvalidDocument, "the YAML must be one document without '---' markers")
 	}
+	ws.parses++
 	top, err := decodeSection(body)
 	if err != nil {
 		return refuse(RefusalInvalidDocument, "%v", err)

@@ -11,7 +11,8 @@ import (
 // conservative: when unsure (aliases, merge keys, duplicate keys, a plain
 // string a YAML 1.1 reader could read as something else) it says no, and
 // the caller writes the new bytes.
-func equivalentYAML(old []byte, replacement *yaml.Node) bool {
+func (ws *workspace) equivalentYAML(old []byte, replacement *yaml.Node) bool {
+	ws.parses++
 	top, err := decodeSection(old)
 	if err != nil || top == nil {
 		return false

@@ -53,6 +53,8 @@ type Result struct {
 	Changes  []Change       // sorted by path
 	Objects  []ObjectChange // in planning order: deletes, then by identity
 	Refusals []Refusal      // in planning order
+	// parses counts the YAML documents the plan decoded (benchmarks read it).
+	parses int
 }
 
 // Action is what a plan does to one object.
@@ -111,7 +113,7 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 		changes = append(changes, p.bootstrapChanges(ix, ws.files)...)
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
-	return Result{Changes: changes, Objects: ws.objects, Refusals: refusals}, nil
+	return Result{Changes: changes, Objects: ws.objects, Refusals: refusals, parses: ws.parses}, nil
 }
 
 // lastWriteWins keeps the final operation per object and orders the result
@@ -168,6 +170,7 @@ type workspace struct {
 	placement Placement
 	files     map[string]*fileEdit
 	objects   []ObjectChange
+	parses    int // YAML documents decoded, for benchmarks
 }
 
 func (ws *workspace) record(w write, p string, action Action) {
@@ -224,12 +227,12 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 	if bytes.Equal(old, body) {
 		return nil
 	}
-	top, doc, refusal := checkNewDocument(w, body, loc.path)
+	top, doc, refusal := ws.checkNewDocument(w, body, loc.path)
 	if refusal != nil {
 		return refusal
 	}
 	// Ciphertext changes on every encryption, so only bytes count there.
-	if !w.sensitive && equivalentYAML(old, top) {
+	if !w.sensitive && ws.equivalentYAML(old, top) {
 		return nil
 	}
 	if refusal := file.mixingRefusal(w, loc.section); refusal != nil {
@@ -260,7 +263,7 @@ func (ws *workspace) place(w write) *Refusal {
 			Detail: "the new object's path is an auxiliary file the operator never manages"}
 	}
 	body := withTrailingNewline(w.yaml)
-	_, doc, refusal := checkNewDocument(w, body, target)
+	_, doc, refusal := ws.checkNewDocument(w, body, target)
 	if refusal != nil {
 		return refusal
 	}
