@@ -36,11 +36,27 @@
 //
 // # In-place edits
 //
-// A file is split into sections at "---" marker lines. Replacing a document
-// rewrites only its own section, after the marker line and after the
-// section's leading comment lines, which stay with it; comments inside the
-// replaced body belong to the old text and go with it. Every other section,
-// its comments and its marker stay byte-identical.
+// A file is split into sections at "---" marker lines. Editing a document
+// touches only its own section; every other section, its comments and its
+// marker stay byte-identical, and deleting a document removes only its
+// section.
+//
+// Inside the document the editor (splice.go) changes only the text of the
+// values that changed, the way a careful human would: a changed scalar is
+// rewritten where it stands, in its old quoting style, keeping the comment
+// after it; a removed key takes its own lines; a new key goes on a new line
+// after the key it follows in the desired object, indented like its
+// neighbours. Comments (above, beside and below values), key order, quoting,
+// indentation, blank lines, CRLF line endings and a byte order mark of the
+// untouched parts stay as they were; a flow collection that changes is
+// written again in flow style. The parsed tree is used only to find where
+// each value lies in the text. The edited text is parsed once to prove it
+// reads exactly as the desired object (aliases and merge keys resolved); when
+// the editor cannot express an edit (an anchor whose aliases would change,
+// an explicit key, ...) it replaces the smallest enclosing value, and at
+// worst the document's body with the desired bytes. A sensitive (SOPS)
+// document is always written whole: its ciphertext changes on every
+// encryption.
 //
 // A document whose bytes differ from the new ones but whose YAML content is
 // the same (key order, quoting style, comments) is left alone, so adopting a

@@ -6,6 +6,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // Op is one object write in a batch: an Upsert or a Delete.
@@ -231,23 +233,58 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 	if refusal != nil {
 		return refusal
 	}
-	// Ciphertext changes on every encryption, so only bytes count there.
-	if !w.sensitive && ws.equivalentYAML(old, top) {
+	if w.sensitive {
+		// Ciphertext changes on every encryption: the whole document is
+		// written again, and only bytes tell a no-op.
+		if refusal := file.mixingRefusal(w, loc.section); refusal != nil {
+			return refusal
+		}
+		file.bodies[loc.section] = body
+		file.docs[loc.section] = doc
+		ws.record(w, loc.path, ActionUpdate)
+		return nil
+	}
+	ws.parses++
+	oldTop, _ := decodeSection(old) // the index parsed it once: it is valid
+	if equivalentYAML(oldTop, top) {
 		return nil
 	}
 	if refusal := file.mixingRefusal(w, loc.section); refusal != nil {
 		return refusal
 	}
-	if !w.sensitive && isSopsPath(loc.path) {
+	if isSopsPath(loc.path) {
 		// The type is no longer sensitive: its file still says SOPS, and
 		// tools (and people) would take the plaintext in it for ciphertext.
 		return &Refusal{ID: w.id, Path: loc.path, Reason: RefusalInvalidPlacement,
 			Detail: "a plaintext object is not written into a .sops file; move or delete the file"}
 	}
-	file.bodies[loc.section] = body
+	file.bodies[loc.section] = ws.editedBody(old, oldTop, body, top)
 	file.docs[loc.section] = doc
 	ws.record(w, loc.path, ActionUpdate)
 	return nil
+}
+
+// editedBody is the old document edited in place to read as the new one,
+// keeping its comments and layout, or the new bytes when the editor cannot
+// do that safely. The edited text is parsed once to prove it reads exactly
+// as the new document; anything else is never written.
+func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body []byte, top *yaml.Node) []byte {
+	if oldTop == nil {
+		return body
+	}
+	edited, err := spliceDocument(old, oldTop, top)
+	if err != nil {
+		return body
+	}
+	if bytes.Equal(edited, body) {
+		return body
+	}
+	ws.parses++
+	editedTop, err := decodeSection(edited)
+	if err != nil || editedTop == nil || !sameNodes(editedTop, top) {
+		return body
+	}
+	return edited
 }
 
 // place writes a new object where the declared placement puts it, else at

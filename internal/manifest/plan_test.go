@@ -50,15 +50,16 @@ func TestUpsertOfTheFirstAndLastDocumentsKeepsTheirSiblings(t *testing.T) {
 		want string
 	}{
 		{
+			// The edit keeps the document's own comments too: only the
+			// changed value's text is replaced.
 			name: "first document keeps the file's header comment",
 			op:   upsert(configMapID("team-a", "first"), configMapYAML("team-a", "first", "changed")),
-			want: "# Shared app configuration, owned by team A.\n" + configMapYAML("team-a", "first", "changed") +
-				secondComment + secondBody + thirdDoc,
+			want: strings.Replace(firstDoc, "key: one", "key: changed", 1) + secondComment + secondBody + thirdDoc,
 		},
 		{
 			name: "last document keeps its marker comment",
 			op:   upsert(deploymentID("team-a", "third"), deploymentYAML("team-a", "third", 5)),
-			want: firstDoc + secondComment + secondBody + "--- # marker comment\n" + deploymentYAML("team-a", "third", 5),
+			want: firstDoc + secondComment + secondBody + strings.Replace(thirdDoc, "replicas: 1", "replicas: 5", 1),
 		},
 	}
 	for _, tt := range tests {
@@ -371,7 +372,8 @@ func TestCommentOnlySectionsAndAMissingFinalNewlineSurviveEdits(t *testing.T) {
 		upsert(configMapID("team-a", "b"), configMapYAML("team-a", "b", "2")),
 	)
 
-	require.Equal(t, map[string]string{"team-a/pair.yaml": notes + "---\n" + configMapYAML("team-a", "b", "2")}, contents(result))
+	// The edited document keeps its layout, down to the missing newline.
+	require.Equal(t, map[string]string{"team-a/pair.yaml": notes + strings.Replace(b, "key: 1", "key: 2", 1)}, contents(result))
 }
 
 func TestResultListsTheObjectsItWrites(t *testing.T) {

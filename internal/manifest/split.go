@@ -88,6 +88,9 @@ func bodyStart(content []byte, s section) int {
 }
 
 func skipLeadingNonContent(content []byte, from, end int) int {
+	if from == 0 && bytes.HasPrefix(content, []byte(byteOrderMark)) {
+		from = len(byteOrderMark) // it belongs to the file, not to the document
+	}
 	for from < end {
 		lineEnd := min(nextLine(content, from), end)
 		trimmed := bytes.TrimLeft(content[from:lineEnd], " \t\r\n")
@@ -98,6 +101,9 @@ func skipLeadingNonContent(content []byte, from, end int) int {
 	}
 	return end
 }
+
+// byteOrderMark is UTF-8's, which some editors put at the start of a file.
+const byteOrderMark = "\ufeff"
 
 func isBlank(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n'

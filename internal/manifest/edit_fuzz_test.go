@@ -1,0 +1,103 @@
+package manifest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// FuzzEditDocument edits every document of an arbitrary file (a label set
+// to the fuzzed value): the planner either refuses, or every other
+// document's bytes stay exactly as they were, the edited one reads as the
+// desired object, and the file indexes without a problem. `go test` runs
+// only the seeds; `go test -fuzz FuzzEditDocument` searches.
+func FuzzEditDocument(f *testing.F) {
+	seeds, err := filepath.Glob(filepath.Join("testdata", "edit", "*.yaml"))
+	require.NoError(f, err)
+	for _, seed := range seeds {
+		content, err := os.ReadFile(seed)
+		require.NoError(f, err)
+		f.Add(content, "fuzzed")
+	}
+	f.Add([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n# b\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  labels:\n    x: \"1\"\n"), "on")
+	f.Fuzz(func(t *testing.T, content []byte, label string) {
+		ix, err := NewIndex(".", map[string][]byte{"README.md": nil, "f.yaml": content})
+		if err != nil || ix.Check() != nil {
+			return // refused as a whole
+		}
+		original := ix.manifests["f.yaml"]
+		for k, doc := range original.docs {
+			if doc == nil || doc.encrypted {
+				continue
+			}
+			desired, ok := withLabel(original.content[original.sections[k].body:original.sections[k].end], label)
+			if !ok {
+				continue
+			}
+			result, err := Plan(ix, []Op{Upsert{ID: doc.id, YAML: desired}})
+			require.NoError(t, err)
+			if len(result.Refusals) > 0 || len(result.Changes) == 0 {
+				continue
+			}
+			require.Len(t, result.Changes, 1, "one file changes")
+			checkEdit(t, original, k, result.Changes[0].Content, desired)
+		}
+	})
+}
+
+// checkEdit asserts that edited differs from original only in section k,
+// which reads as desired.
+func checkEdit(t *testing.T, original *manifestFile, k int, edited, desired []byte) {
+	t.Helper()
+	sections := splitSections(edited)
+	require.Len(t, sections, len(original.sections), "the edit added or lost a '---' marker:\n%s", edited)
+	for i, s := range sections {
+		o := original.sections[i]
+		if i != k {
+			require.Equal(t, string(original.content[o.start:o.end]), string(edited[s.start:s.end]), "document %d changed", i+1)
+			continue
+		}
+		require.Equal(t, string(original.content[o.start:o.body]), string(edited[s.start:s.body]), "the edited document's marker or comments changed")
+		got, err := decodeSection(edited[s.start:s.end])
+		require.NoError(t, err, "the edited document does not parse:\n%s", edited)
+		want, err := decodeSection(desired)
+		require.NoError(t, err)
+		require.True(t, sameNodes(got, want), "the edited document reads\n%s\nwant\n%s", edited[s.body:s.end], desired)
+	}
+	reindexed, err := NewIndex(".", map[string][]byte{"f.yaml": edited})
+	require.NoError(t, err)
+	require.NoError(t, reindexed.Check())
+}
+
+// withLabel is a document decoded, given metadata.labels.fuzz = label and
+// encoded the way sanitize.Marshal writes objects.
+func withLabel(body []byte, label string) ([]byte, bool) {
+	var obj map[string]any
+	if err := yaml.Unmarshal(body, &obj); err != nil {
+		return nil, false
+	}
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	switch labels := meta["labels"].(type) {
+	case nil:
+		meta["labels"] = map[string]any{"fuzz": label}
+	case map[string]any:
+		labels["fuzz"] = label
+	default:
+		return nil, false
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	enc.CompactSeqIndent()
+	if err := enc.Encode(obj); err != nil || enc.Close() != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
