@@ -138,10 +138,23 @@ func (f *fileEdit) mixingRefusal(w write, except int) *Refusal {
 // render produces the file's new content, or nil when no document is left
 // (the file is then deleted). Untouched sections are copied byte for byte.
 func (f *fileEdit) render() []byte {
+	content, _ := f.renderParsed()
+	return content
+}
+
+// renderParsed is render plus the parsed file for the index, built from the
+// documents the plan already holds, so that folding the commit back into the
+// index parses nothing again. It is nil when a section of the new content is
+// not one the plan wrote (the index then parses the file).
+func (f *fileEdit) renderParsed() ([]byte, *manifestFile) {
 	if len(f.otherDocuments(noSection)) == 0 {
-		return nil
+		return nil, nil
+	}
+	if f.original != nil && len(f.bodies) == 0 && len(f.removed) == 0 && len(f.appended) == 0 {
+		return f.original.content, f.original // nothing written: the caller sees no change
 	}
 	var out bytes.Buffer
+	written := map[span]*document{}
 	if f.original != nil {
 		content := f.original.content
 		for i, s := range f.original.sections {
@@ -149,26 +162,43 @@ func (f *fileEdit) render() []byte {
 			switch {
 			case f.removed[i]:
 			case !replaced:
+				at := out.Len() - s.start
+				written[span{at + s.body, at + s.end}] = f.original.docs[i]
 				out.Write(content[s.start:s.end])
 			default:
 				out.Write(content[s.start:s.body])
 				if s.marker == markerWithContent {
 					out.WriteByte('\n') // the old body began on the marker line
 				}
+				written[span{out.Len(), out.Len() + len(body)}] = f.docs[i]
 				out.Write(body)
 			}
 		}
 	}
-	for _, doc := range f.appended {
-		appendDocument(&out, doc)
+	for i, doc := range f.appended {
+		at := appendDocument(&out, doc)
+		written[span{at, at + len(doc)}] = f.appendedDocs[i]
 	}
-	return out.Bytes()
+	content := out.Bytes()
+	sections := splitSections(content)
+	file := &manifestFile{content: content, sections: sections, docs: make([]*document, len(sections))}
+	for i, s := range sections {
+		doc, known := written[span{s.body, s.end}]
+		if !known {
+			return content, nil
+		}
+		file.docs[i] = doc
+	}
+	return content, file
 }
+
+// span is a section body's [start, end) in a rendered file.
+type span struct{ start, end int }
 
 // appendDocument adds a document after out's content: alone when there is
 // nothing but whitespace, straight after a trailing bare "---", and after a
-// new "---" otherwise.
-func appendDocument(out *bytes.Buffer, doc []byte) {
+// new "---" otherwise. It returns where the document starts.
+func appendDocument(out *bytes.Buffer, doc []byte) int {
 	existing := out.Bytes()
 	switch {
 	case len(bytes.TrimSpace(existing)) == 0:
@@ -180,7 +210,9 @@ func appendDocument(out *bytes.Buffer, doc []byte) {
 		}
 		out.WriteString("---\n")
 	}
+	at := out.Len()
 	out.Write(doc)
+	return at
 }
 
 func endsWithBareMarker(content []byte) bool {

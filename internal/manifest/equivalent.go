@@ -158,20 +158,59 @@ func compareMappings(a, b *yaml.Node, same bool) bool {
 	if len(a.Content) != len(b.Content) {
 		return false
 	}
-	values, ok := mappingByKey(b)
-	if !ok {
-		return false
-	}
-	seen := make(map[string]bool, len(values))
-	for i := 0; i+1 < len(a.Content); i += 2 {
-		key := a.Content[i]
-		if key.Kind != yaml.ScalarNode || key.ShortTag() != "!!str" || seen[key.Value] {
+	find := linearKeyFinder(b)
+	if len(b.Content) > 2*linearKeys {
+		values, ok := mappingByKey(b)
+		if !ok {
 			return false
 		}
-		seen[key.Value] = true
-		other, found := values[key.Value]
+		find = func(key string) (int, bool) { i, ok := values[key]; return i, ok }
+	} else if !uniqueStringKeys(b) {
+		return false
+	}
+	if !uniqueStringKeys(a) {
+		return false
+	}
+	for i := 0; i+1 < len(a.Content); i += 2 {
+		key := a.Content[i]
+		other, found := find(key.Value)
 		if !found || !scalarsMatch(key, b.Content[other], same) || !compareChild(a.Content[i+1], b.Content[other+1], same) {
 			return false
+		}
+	}
+	return true
+}
+
+// linearKeys is the mapping size up to which a key is found by a scan
+// rather than through a map: most Kubernetes mappings are small.
+const linearKeys = 16
+
+func linearKeyFinder(m *yaml.Node) func(string) (int, bool) {
+	return func(key string) (int, bool) {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+}
+
+// uniqueStringKeys reports whether every key is a string scalar, none twice.
+func uniqueStringKeys(m *yaml.Node) bool {
+	if len(m.Content) > 2*linearKeys {
+		_, ok := mappingByKey(m)
+		return ok
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		key := m.Content[i]
+		if key.Kind != yaml.ScalarNode || key.ShortTag() != "!!str" {
+			return false
+		}
+		for j := 0; j < i; j += 2 {
+			if m.Content[j].Value == key.Value {
+				return false
+			}
 		}
 	}
 	return true

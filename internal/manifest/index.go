@@ -119,6 +119,11 @@ func (ix *Index) Document(id ObjectID) ([]byte, bool) {
 
 // Add indexes the file at p with content, replacing what was known about p.
 func (ix *Index) Add(p string, content []byte) error {
+	return ix.add(p, content, nil)
+}
+
+// add indexes a file; parsed, when it describes content, saves parsing it.
+func (ix *Index) add(p string, content []byte, parsed *manifestFile) error {
 	rel, err := ix.relative(p)
 	if err != nil {
 		return err
@@ -126,6 +131,10 @@ func (ix *Index) Add(p string, content []byte) error {
 	ix.Remove(p)
 	switch classify(rel) {
 	case classManifest:
+		if parsed != nil && sameBytes(parsed.content, content) {
+			ix.register(p, parsed)
+			return nil
+		}
 		ix.addManifest(p, content)
 	case classAuxiliary:
 		ix.others[p] = content
@@ -155,13 +164,26 @@ func (ix *Index) addManifest(p string, content []byte) {
 			})
 			continue
 		}
+		file.docs[i] = doc
+	}
+	ix.register(p, file)
+}
+
+// register makes a parsed file's documents findable by identity.
+func (ix *Index) register(p string, file *manifestFile) {
+	for i, doc := range file.docs {
 		if doc != nil {
-			file.docs[i] = doc
 			key := doc.id.key()
 			ix.byID[key] = append(ix.byID[key], location{path: p, section: i})
 		}
 	}
 	ix.manifests[p] = file
+}
+
+// sameBytes reports whether a and b are the same slice of memory, not just
+// equal: a Change's Content replaced after planning is parsed again.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // Remove forgets the file at p; an unknown path is ignored.
@@ -200,7 +222,7 @@ func (ix *Index) Apply(changes []Change) error {
 			ix.Remove(change.Path)
 			continue
 		}
-		if err := ix.Add(change.Path, change.Content); err != nil {
+		if err := ix.add(change.Path, change.Content, change.parsed); err != nil {
 			return fmt.Errorf("apply change to %s: %w", change.Path, err)
 		}
 	}

@@ -46,6 +46,9 @@ type Change struct {
 	Path    string
 	Content []byte
 	Delete  bool
+	// parsed is Content as the index holds it, built by the plan from the
+	// documents it already parsed, so Apply parses nothing again.
+	parsed *manifestFile
 }
 
 // Result is a planned commit: the file changes, the objects they write,
@@ -272,7 +275,7 @@ func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body []byte, top 
 	if oldTop == nil {
 		return body
 	}
-	edited, err := spliceDocument(old, oldTop, top)
+	edited, err := spliceDocument(old, oldTop, body, top)
 	if err != nil {
 		return body
 	}
@@ -360,14 +363,14 @@ func (ws *workspace) edit(p string) *fileEdit {
 func (ws *workspace) changes() []Change {
 	var changes []Change
 	for p, file := range ws.files {
-		content := file.render()
+		content, parsed := file.renderParsed()
 		switch {
 		case content == nil && file.original != nil:
 			changes = append(changes, Change{Path: p, Delete: true})
 		case content == nil:
 		case file.original != nil && bytes.Equal(content, file.original.content):
 		default:
-			changes = append(changes, Change{Path: p, Content: content})
+			changes = append(changes, Change{Path: p, Content: content, parsed: parsed})
 		}
 	}
 	return changes

@@ -25,6 +25,9 @@ type splicer struct {
 	indent     int  // indentation step of new nested blocks
 	compactSeq bool // a sequence under a key starts at the key's column
 	edits      []splice
+	// desired is the desired document's own text, whose scalar tokens are
+	// copied when they can stand as they are, instead of being encoded.
+	desired *splicer
 }
 
 // splice replaces text[start:end) with text; start == end inserts.
@@ -35,12 +38,14 @@ type splice struct {
 
 // spliceDocument returns old edited to read as desired, or an error when the
 // editor cannot do it safely (the caller then writes the desired bytes).
-func spliceDocument(old []byte, oldTop, desired *yaml.Node) ([]byte, error) {
+func spliceDocument(old []byte, oldTop *yaml.Node, desiredText []byte, desired *yaml.Node) ([]byte, error) {
 	if oldTop.Kind != yaml.MappingNode || desired.Kind != yaml.MappingNode || oldTop.Style&yaml.FlowStyle != 0 {
 		return nil, errCannotSplice
 	}
 	sp := newSplicer(old)
 	sp.detectStyle(oldTop)
+	sp.desired = newSplicer(desiredText)
+	sp.desired.detectStyle(desired)
 	if err := sp.editMapping(oldTop, desired); err != nil {
 		return nil, err
 	}

@@ -8,10 +8,22 @@ import (
 )
 
 // slot is where a node sits: the value of key in a block mapping, or an
-// item of the block sequence seq.
+// item of the block sequence seq; desiredKey and desiredSeq are the same
+// place in the desired tree.
 type slot struct {
-	key *yaml.Node
-	seq *yaml.Node
+	key, desiredKey *yaml.Node
+	seq, desiredSeq *yaml.Node
+}
+
+// desiredIndent is parentIndent in the desired text, or -1 when unknown.
+func (s slot) desiredIndent() int {
+	switch {
+	case s.desiredKey != nil:
+		return s.desiredKey.Column - 1
+	case s.desiredSeq != nil:
+		return s.desiredSeq.Column - 1
+	}
+	return -1
 }
 
 // parentIndent is the column (0-based) of the block the slot belongs to.
@@ -75,7 +87,7 @@ func (sp *splicer) editMapping(old, desired *yaml.Node) error {
 		key, value := desired.Content[j], desired.Content[j+1]
 		if i, found := oldKeys[key.Value]; found && sameNodes(old.Content[i], key) {
 			oldKey, oldValue := old.Content[i], old.Content[i+1]
-			if err := sp.editNode(oldValue, value, slot{key: oldKey}); err != nil {
+			if err := sp.editNode(oldValue, value, slot{key: oldKey, desiredKey: key}); err != nil {
 				return err
 			}
 			end, err := sp.pairEnd(oldKey, oldValue)
@@ -150,7 +162,7 @@ func (sp *splicer) editSequence(old, desired *yaml.Node) error {
 	oldMid, desiredMid := o[prefix:len(o)-suffix], d[prefix:len(d)-suffix]
 	paired := min(len(oldMid), len(desiredMid))
 	for i := range paired {
-		if err := sp.editNode(oldMid[i], desiredMid[i], slot{seq: old}); err != nil {
+		if err := sp.editNode(oldMid[i], desiredMid[i], slot{seq: old, desiredSeq: desired}); err != nil {
 			return err
 		}
 	}
@@ -209,19 +221,42 @@ func (sp *splicer) replaceScalar(old, desired *yaml.Node, at slot) error {
 	if err != nil {
 		return err
 	}
-	rest, err := sp.renderValue(styledLike(old, desired), at)
+	text, err := sp.scalarText(old, desired, at)
 	if err != nil {
 		return err
-	}
-	text, ok := bytes.CutPrefix(rest, []byte(" "))
-	if !ok {
-		return errCannotSplice
 	}
 	if old.Anchor != "" {
 		text = append([]byte("&"+old.Anchor+" "), text...)
 	}
 	sp.edits = append(sp.edits, splice{start: start, end: end, text: text})
 	return nil
+}
+
+// scalarText is the token to write for desired in old's place: the desired
+// document's own token when old's style does not ask for another and it
+// can stand where old stands, else an encoding of it.
+func (sp *splicer) scalarText(old, desired *yaml.Node, at slot) ([]byte, error) {
+	styled := styledLike(old, desired)
+	if d := sp.desired; d != nil && styled == desired && at.desiredIndent() >= 0 {
+		start, err := d.offset(desired)
+		if err == nil && desired.Anchor == "" && desired.Style&yaml.TaggedStyle == 0 {
+			end, err := d.scalarEnd(desired, at.desiredIndent())
+			sameLine := err == nil && d.lineOf(start) == d.lineOf(end)
+			sameShape := at.desiredIndent() == at.parentIndent() && d.indent == sp.indent && sp.newline == "\n"
+			if err == nil && (sameLine || sameShape) {
+				return d.text[start:end], nil
+			}
+		}
+	}
+	rest, err := sp.renderValue(styled, at)
+	if err != nil {
+		return nil, err
+	}
+	text, ok := bytes.CutPrefix(rest, []byte(" "))
+	if !ok {
+		return nil, errCannotSplice
+	}
+	return text, nil
 }
 
 // replaceValue rewrites a whole value: after its key's colon, or after its
@@ -273,15 +308,20 @@ func styledLike(old, desired *yaml.Node) *yaml.Node {
 	if old.ShortTag() != "!!str" || desired.ShortTag() != "!!str" {
 		return desired
 	}
-	styled := *desired
 	quoting := yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle
 	blockStyles := yaml.LiteralStyle | yaml.FoldedStyle
+	style := desired.Style
 	switch {
 	case old.Style&quoting != 0:
-		styled.Style = old.Style & quoting
+		style = old.Style & quoting
 	case old.Style&blockStyles != 0 && strings.Contains(desired.Value, "\n"):
-		styled.Style = old.Style & blockStyles
+		style = old.Style & blockStyles
 	}
+	if style == desired.Style {
+		return desired
+	}
+	styled := *desired
+	styled.Style = style
 	return &styled
 }
 
