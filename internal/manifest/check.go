@@ -70,9 +70,7 @@ func (ix *Index) Check() error {
 	checks := []contentCheck{
 		parseProblems,
 		duplicateIdentities,
-		// Kustomization feature checks (generators, patches, components,
-		// helm, replacements, remote bases, ...) belong here: they read the
-		// auxiliary files kept in ix.others.
+		kustomizationProblems,
 	}
 	var problems []Problem
 	for _, check := range checks {

@@ -17,9 +17,13 @@
 //     tooling YAML that is not Kubernetes state.
 //   - Check: the acceptance gate. Content the operator cannot safely manage
 //     (invalid YAML, a document that is not a Kubernetes object, two
-//     documents with one identity) refuses the whole subtree, listing every
-//     offending path. Plan runs it first, so a refused subtree is never
-//     written into.
+//     documents with one identity, a kustomization using a feature whose
+//     output differs from the files: generators, inline or JSON 6902
+//     patches, components, Helm charts, replacements, transformers, a name
+//     prefix or suffix, remote bases, malformed images:/replicas: entries)
+//     refuses the whole subtree, listing every offending path and feature.
+//     Kustomizations are read with the kustomize API types. Plan runs it
+//     first, so a refused subtree is never written into.
 //   - Plan: one commit's changes for a batch of Upsert and Delete operations.
 //     An existing document is edited in place and every other byte of its
 //     file is kept; a new object goes where the target's declared Placement
