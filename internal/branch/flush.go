@@ -182,7 +182,8 @@ func (w *Worker) requests() int64 {
 func (w *Worker) observeCommit(win *window, plan *windowPlan, res forges.CommitResult, start time.Time, requests int64) {
 	now := w.cfg.Clock.Now()
 	w.cfg.Observer.Commit(w.cfg.Key, CommitStats{Author: win.author.kind(), Objects: len(plan.changes),
-		SweepDeletes: plan.sweepDeletes, Took: now.Sub(start), Requests: int(requests)})
+		SweepDeletes: plan.sweepDeletes, Took: now.Sub(start), Requests: int(requests),
+		Target: win.target, Placements: plan.placements})
 	for _, wr := range win.writes {
 		if !wr.Received.IsZero() {
 			w.cfg.Observer.EventToCommit(w.cfg.Key, now.Sub(wr.Received))

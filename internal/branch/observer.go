@@ -1,6 +1,10 @@
 package branch
 
-import "time"
+import (
+	"time"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+)
 
 // Observer is told what workers do, for metrics.
 type Observer interface {
@@ -27,6 +31,11 @@ type CommitStats struct {
 	Took time.Duration
 	// Requests the forge made for the commit (0 when not counted).
 	Requests int
+	// Target is the GitTarget the commit wrote.
+	Target TargetKey
+	// Placements holds, per object the commit created, the placement
+	// ladder step that chose its path.
+	Placements []manifest.PlacementSource
 }
 
 // NopObserver observes nothing.

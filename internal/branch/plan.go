@@ -19,6 +19,8 @@ type windowPlan struct {
 	refusals     []manifest.Refusal
 	// sweepDeletes counts deletes that came from a replay's sweep.
 	sweepDeletes int
+	// placements are the created objects by the ladder step that placed them.
+	placements []manifest.PlacementSource
 }
 
 // plan turns a window into file changes. A replay's sweeps become deletes
@@ -65,6 +67,9 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 	for _, o := range res.Objects {
 		if o.Action == manifest.ActionDelete && swept[identity(o.ID)] {
 			plan.sweepDeletes++
+		}
+		if o.Placement != "" {
+			plan.placements = append(plan.placements, o.Placement)
 		}
 	}
 	return plan, nil

@@ -26,9 +26,12 @@
 //     first, so a refused subtree is never written into.
 //   - Plan: one commit's changes for a batch of Upsert and Delete operations.
 //     An existing document is edited in place and every other byte of its
-//     file is kept; a new object goes where the target's declared Placement
-//     puts it (RenderPath), else to its canonical path; a file left without
-//     documents is deleted; a no-op writes nothing.
+//     file is kept; a new object goes by the placement ladder: where the
+//     target's declared Placement puts it (RenderPath), else beside the
+//     subtree's one kustomization, whose resources: list gets the file in
+//     the same commit, else to its canonical path; a file left without
+//     documents is deleted (and its resources: entry with it); a no-op
+//     writes nothing.
 //     Every component a new path adds below the root is at most
 //     MaxSegmentBytes (255) bytes: a longer one is shortened by FitSegment
 //     (a prefix and a hash of it), and the file is found again by identity

@@ -78,6 +78,9 @@ type ObjectChange struct {
 	ID     ObjectID
 	Path   string
 	Action Action
+	// Placement is the ladder step that chose a created object's path
+	// (empty for updates and deletes).
+	Placement PlacementSource
 }
 
 // Planner plans commits. The zero value is ready to use.
@@ -106,14 +109,17 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 	if err := ix.Check(); err != nil {
 		return Result{}, err // it names the root and every refused file; a wrap would repeat the root
 	}
-	ws := &workspace{ix: ix, placement: p.Placement, files: make(map[string]*fileEdit)}
+	ws := &workspace{ix: ix, placement: p.Placement, files: make(map[string]*fileEdit), resources: resourceEdits{}}
 	var refusals []Refusal
 	for _, w := range lastWriteWins(ops) {
 		if refusal := ws.apply(w); refusal != nil {
 			refusals = append(refusals, *refusal)
 		}
 	}
-	changes := ws.changes()
+	changes, err := ws.changes()
+	if err != nil {
+		return Result{}, err
+	}
 	if len(changes) > 0 {
 		changes = append(changes, p.bootstrapChanges(ix, ws.files)...)
 	}
@@ -176,6 +182,16 @@ type workspace struct {
 	files     map[string]*fileEdit
 	objects   []ObjectChange
 	parses    int // YAML documents decoded, for benchmarks
+	// resources are the kustomizations' resources: entries to add and remove.
+	resources resourceEdits
+	// root is the kustomization new files go beside, once looked up.
+	root *kustomizationStep
+}
+
+// kustomizationStep is the second step of the placement ladder for one plan.
+type kustomizationStep struct {
+	path   string
+	usable bool // the one kustomization exists and its resources: can be edited
 }
 
 func (ws *workspace) record(w write, p string, action Action) {
@@ -219,7 +235,8 @@ func (ws *workspace) move(loc location, w write) *Refusal {
 		return ws.replace(loc, w)
 	}
 	ws.edit(loc.path).remove(loc.section)
-	ws.objects[len(ws.objects)-1].Action = ActionUpdate
+	moved := &ws.objects[len(ws.objects)-1]
+	moved.Action, moved.Placement = ActionUpdate, ""
 	return nil
 }
 
@@ -294,7 +311,7 @@ func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body []byte, top 
 // its canonical path. A path several objects render to becomes a
 // multi-document file.
 func (ws *workspace) place(w write) *Refusal {
-	target, refusal := ws.newPath(w)
+	target, source, refusal := ws.newPath(w)
 	if refusal != nil {
 		return refusal
 	}
@@ -319,30 +336,56 @@ func (ws *workspace) place(w write) *Refusal {
 	file.appended = append(file.appended, body)
 	file.appendedDocs = append(file.appendedDocs, doc)
 	ws.record(w, target, ActionCreate)
+	ws.objects[len(ws.objects)-1].Placement = source
+	if source == PlacementKustomization {
+		entry, _ := resourceEntry(ws.root.path, target)
+		ws.resources.of(ws.root.path).add = append(ws.resources.of(ws.root.path).add, entry)
+	}
 	return nil
 }
 
-// newPath is the path for a new object: its type's template, else the
-// default template, else the canonical path. A template that does not
-// render safely refuses the object; falling back to the canonical path
-// would write where the user said not to.
-func (ws *workspace) newPath(w write) (string, *Refusal) {
+// newPath is the path for a new object, by the placement ladder: its
+// type's template, else the default template (declared); else beside the
+// subtree's one kustomization; else the canonical path. A template that
+// does not render safely refuses the object; falling back would write where
+// the user said not to.
+func (ws *workspace) newPath(w write) (string, PlacementSource, *Refusal) {
 	template, declared := ws.placement.template(w.id)
 	if !declared {
+		if root := ws.kustomizationRoot(); root.usable {
+			if target, err := besideKustomization(root.path, w.id, w.sensitive); err == nil {
+				return target, PlacementKustomization, nil
+			}
+		}
 		target, err := CanonicalPath(ws.ix.root, w.id, w.sensitive)
 		if err != nil {
-			return "", &Refusal{ID: w.id, Reason: RefusalIncompleteIdentity, Detail: err.Error()}
+			return "", "", &Refusal{ID: w.id, Reason: RefusalIncompleteIdentity, Detail: err.Error()}
 		}
-		return target, nil
+		return target, PlacementCanonical, nil
 	}
 	target, err := RenderPath(ws.ix.root, template, w.id, w.sensitive)
 	switch {
 	case errors.Is(err, errIncomplete):
-		return "", &Refusal{ID: w.id, Reason: RefusalIncompleteIdentity, Detail: err.Error()}
+		return "", "", &Refusal{ID: w.id, Reason: RefusalIncompleteIdentity, Detail: err.Error()}
 	case err != nil:
-		return "", &Refusal{ID: w.id, Reason: RefusalInvalidPlacement, Detail: err.Error()}
+		return "", "", &Refusal{ID: w.id, Reason: RefusalInvalidPlacement, Detail: err.Error()}
 	}
-	return target, nil
+	return target, PlacementDeclared, nil
+}
+
+// kustomizationRoot looks up, once per plan, the kustomization new files go
+// beside: usable only when it is the subtree's only one and its resources:
+// list can be edited in place.
+func (ws *workspace) kustomizationRoot() *kustomizationStep {
+	if ws.root == nil {
+		ws.root = &kustomizationStep{}
+		if p, ok := ws.ix.kustomizationRoot(); ok {
+			ws.parses++
+			_, err := editResources(ws.ix.others[p], []string{"probe.yaml"}, nil)
+			ws.root = &kustomizationStep{path: p, usable: err == nil}
+		}
+	}
+	return ws.root
 }
 
 // edit returns the working copy of the file at p, creating it on first use.
@@ -359,21 +402,28 @@ func (ws *workspace) edit(p string) *fileEdit {
 	return file
 }
 
-// changes renders every touched file and keeps those that differ.
-func (ws *workspace) changes() []Change {
+// changes renders every touched file and keeps those that differ, with the
+// kustomizations' resources: lists edited to match.
+func (ws *workspace) changes() ([]Change, error) {
 	var changes []Change
+	var deleted []string
 	for p, file := range ws.files {
 		content, parsed := file.renderParsed()
 		switch {
 		case content == nil && file.original != nil:
 			changes = append(changes, Change{Path: p, Delete: true})
+			deleted = append(deleted, p)
 		case content == nil:
 		case file.original != nil && bytes.Equal(content, file.original.content):
 		default:
 			changes = append(changes, Change{Path: p, Content: content, parsed: parsed})
 		}
 	}
-	return changes
+	kustomizations, err := ws.kustomizationChanges(deleted)
+	if err != nil {
+		return nil, err
+	}
+	return append(changes, kustomizations...), nil
 }
 
 // FileContent is the content of a file that holds only the document yaml,

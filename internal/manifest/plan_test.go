@@ -389,7 +389,7 @@ func TestResultListsTheObjectsItWrites(t *testing.T) {
 
 	require.Equal(t, []manifest.ObjectChange{
 		{ID: deploymentID("team-a", "third"), Path: bundlePath, Action: manifest.ActionDelete},
-		{ID: configMapID("team-a", "new"), Path: "apps/team-a/configmaps/new.yaml", Action: manifest.ActionCreate},
+		{ID: configMapID("team-a", "new"), Path: "apps/team-a/configmaps/new.yaml", Action: manifest.ActionCreate, Placement: manifest.PlacementCanonical},
 		{ID: configMapID("team-a", "second"), Path: bundlePath, Action: manifest.ActionUpdate},
 	}, result.Objects, "the unchanged first document and the refused object are not listed")
 }

@@ -44,8 +44,10 @@ func spliceDocument(old []byte, oldTop *yaml.Node, desiredText []byte, desired *
 	}
 	sp := newSplicer(old)
 	sp.detectStyle(oldTop)
-	sp.desired = newSplicer(desiredText)
-	sp.desired.detectStyle(desired)
+	if desiredText != nil {
+		sp.desired = newSplicer(desiredText)
+		sp.desired.detectStyle(desired)
+	}
 	if err := sp.editMapping(oldTop, desired); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ type Metrics struct {
 	eventToCommit     *prometheus.HistogramVec
 	requestsPerCommit *prometheus.HistogramVec
 	refusals          *prometheus.CounterVec
+	placements        *prometheus.CounterVec
 	forwarded         *prometheus.CounterVec
 	watchEvents       *prometheus.CounterVec
 	watchReplays      *prometheus.CounterVec
@@ -101,6 +102,10 @@ func newFamilies() *Metrics {
 			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}}, workerLabels()),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "placement_refusals_total",
 			Help: "Objects not written because they could not be written safely, by reason."}, []string{"reason"}),
+		placements: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "placements_total",
+			Help: "New objects written, by the placement step that chose their path (declared: spec.placement; " +
+				"kustomization: beside the folder's one kustomization; canonical: the built-in layout, a type that may need a spec.placement line)."},
+			[]string{"gittarget_namespace", "gittarget", "source"}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "target_events_total",
 			Help: "Object events a GitTarget handed to its branch worker, by kind (upsert, delete)."},
 			[]string{"gittarget_namespace", "gittarget", "kind"}),
@@ -127,7 +132,7 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 
 func (m *Metrics) families() []prometheus.Collector {
 	return []prometheus.Collector{m.commits, m.objectsWritten, m.queueDepth, m.sweepDeletes, m.conflicts,
-		m.commitDuration, m.eventToCommit, m.requestsPerCommit, m.refusals, m.forwarded, m.watchEvents, m.watchReplays, m.watchReconnects, m.watchGone}
+		m.commitDuration, m.eventToCommit, m.requestsPerCommit, m.refusals, m.placements, m.forwarded, m.watchEvents, m.watchReplays, m.watchReconnects, m.watchGone}
 }
 
 func workerValues(k branch.Key) []string { return []string{k.ProviderNamespace, k.Provider, k.Branch} }
@@ -163,6 +168,9 @@ func (m *Metrics) Commit(k branch.Key, c branch.CommitStats) {
 	if c.Requests > 0 {
 		m.requestsPerCommit.WithLabelValues(workerValues(k)...).Observe(float64(c.Requests))
 	}
+	for _, source := range c.Placements {
+		m.placements.WithLabelValues(c.Target.Namespace, c.Target.Name, string(source)).Inc()
+	}
 }
 
 // EventToCommit implements branch.Observer.
@@ -187,6 +195,9 @@ func (m *Metrics) Forwarded(t branch.TargetKey, kind string, _ manifest.ObjectID
 func (m *Metrics) zeroTarget(t branch.TargetKey) {
 	for _, kind := range forwardKinds {
 		m.forwarded.WithLabelValues(t.Namespace, t.Name, kind)
+	}
+	for _, source := range manifest.PlacementSources() {
+		m.placements.WithLabelValues(t.Namespace, t.Name, string(source))
 	}
 }
 

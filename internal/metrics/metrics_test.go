@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/watch"
 )
 
@@ -119,4 +120,19 @@ func isRefusalReasonType(e ast.Expr) bool {
 		return e.Sel.Name == "RefusalReason"
 	}
 	return false
+}
+
+// TestACommitCountsItsPlacementsBySource: each object a commit creates is
+// counted under the ladder step that placed it, for its GitTarget.
+func TestACommitCountsItsPlacementsBySource(t *testing.T) {
+	m := New()
+	target := branch.TargetKey{Namespace: "team-a", Name: "mirror"}
+	m.Commit(branch.Key{ProviderNamespace: "team-a", Provider: "gitea", Branch: "main"}, branch.CommitStats{
+		Target: target, Placements: []manifest.PlacementSource{
+			manifest.PlacementCanonical, manifest.PlacementCanonical, manifest.PlacementKustomization,
+		}})
+
+	require.Equal(t, 2.0, testutil.ToFloat64(m.placements.WithLabelValues("team-a", "mirror", "canonical")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.placements.WithLabelValues("team-a", "mirror", "kustomization")))
+	require.Equal(t, 0.0, testutil.ToFloat64(m.placements.WithLabelValues("team-a", "mirror", "declared")))
 }

@@ -1,0 +1,195 @@
+package manifest
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// PlacementSource says which step of the placement ladder chose a new
+// object's path (gitopsreverser_placements_total{source}).
+type PlacementSource string
+
+const (
+	// PlacementDeclared: the GitTarget's spec.placement template.
+	PlacementDeclared PlacementSource = "declared"
+	// PlacementKustomization: beside the subtree's one kustomization, which
+	// gets a resources: entry for the file in the same commit.
+	PlacementKustomization PlacementSource = "kustomization"
+	// PlacementCanonical: the built-in {namespace}/{group}/{resource}/{name}.yaml.
+	PlacementCanonical PlacementSource = "canonical"
+)
+
+// PlacementSources lists every source, for metrics to start at zero.
+func PlacementSources() []PlacementSource {
+	return []PlacementSource{PlacementDeclared, PlacementKustomization, PlacementCanonical}
+}
+
+// kustomizationRoot is the directory of the subtree's only kustomization,
+// or "" when there is none or more than one (ambiguous: the ladder
+// declines to the canonical path). The canonical tree is one a resources:
+// graph cannot reach, so a kustomize root must take the file.
+func (ix *Index) kustomizationRoot() (kustomization string, ok bool) {
+	for p := range ix.others {
+		if !isKustomizationPath(p) {
+			continue
+		}
+		if ok {
+			return "", false
+		}
+		kustomization, ok = p, true
+	}
+	return kustomization, ok
+}
+
+// besideKustomization is a new object's path beside the kustomization:
+// {kind}-{name}.yaml for a cluster-scoped object, {namespace}-{kind}-{name}.yaml
+// otherwise, the kind in lower case.
+func besideKustomization(kustomization string, id ObjectID, sensitive bool) (string, error) {
+	parts := []string{strings.ToLower(id.Kind), id.Name}
+	if id.Namespace != "" {
+		parts = append([]string{id.Namespace}, parts...)
+	}
+	for _, part := range parts {
+		if err := checkSegment(part); err != nil {
+			return "", fmt.Errorf("place %s beside %s: %w", id, kustomization, err)
+		}
+	}
+	suffix := plainSuffix
+	if sensitive {
+		suffix = sensitiveSuffix
+	}
+	placed := path.Join(path.Dir(kustomization), FitSegment(strings.Join(parts, "-"), suffix))
+	if len(placed) > MaxPathBytes {
+		return "", fmt.Errorf("place %s: the path is %d bytes, more than %d", id, len(placed), MaxPathBytes)
+	}
+	return placed, nil
+}
+
+// resourceEdits collects, per kustomization, the resources: entries a plan
+// adds (files it places beside it) and removes (files it deletes).
+type resourceEdits map[string]*resourceEdit
+
+type resourceEdit struct {
+	add, remove []string
+}
+
+func (r resourceEdits) of(kustomization string) *resourceEdit {
+	edit, ok := r[kustomization]
+	if !ok {
+		edit = &resourceEdit{}
+		r[kustomization] = edit
+	}
+	return edit
+}
+
+// resourceEntry is file as a kustomization in another directory lists it,
+// or false when the file is not below it.
+func resourceEntry(kustomization, file string) (string, bool) {
+	dir := path.Dir(kustomization)
+	if dir == "." {
+		return file, true
+	}
+	return strings.CutPrefix(file, dir+"/")
+}
+
+// kustomizationChanges edits the resources: lists of the kustomizations the
+// plan placed files beside or deleted files under, keeping every comment
+// and the rest of the file as it is.
+func (ws *workspace) kustomizationChanges(deleted []string) ([]Change, error) {
+	for _, file := range deleted {
+		for p := range ws.ix.others {
+			if !isKustomizationPath(p) {
+				continue
+			}
+			if entry, below := resourceEntry(p, file); below {
+				ws.resources.of(p).remove = append(ws.resources.of(p).remove, entry)
+			}
+		}
+	}
+	var changes []Change
+	for p, edit := range ws.resources {
+		content := ws.ix.others[p]
+		edited, err := editResources(content, edit.add, edit.remove)
+		if err != nil {
+			return nil, fmt.Errorf("edit the resources of %s: %w", p, err)
+		}
+		if !bytes.Equal(edited, content) {
+			changes = append(changes, Change{Path: p, Content: edited})
+		}
+	}
+	return changes, nil
+}
+
+// editResources adds entries to a kustomization's resources: list (once
+// each) and removes entries ("x.yaml" or "./x.yaml"), editing the file in
+// place.
+func editResources(content []byte, add, remove []string) ([]byte, error) {
+	top, err := decodeSection(content)
+	if err != nil {
+		return nil, err
+	}
+	if top == nil || top.Kind != yaml.MappingNode {
+		return nil, constError("the kustomization is not a mapping")
+	}
+	removed := make(map[string]bool, len(remove))
+	for _, entry := range remove {
+		removed[entry], removed["./"+entry] = true, true
+	}
+	desired := *top
+	desired.Content = append([]*yaml.Node(nil), top.Content...)
+	list := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	if i, found := indexOfKey(top, "resources"); found {
+		old := top.Content[i+1]
+		if old.Kind != yaml.SequenceNode {
+			return nil, constError("resources is not a list")
+		}
+		copied := *old
+		list = &copied
+		list.Content = nil
+		for _, item := range old.Content {
+			if !removed[item.Value] {
+				list.Content = append(list.Content, item)
+			}
+		}
+		desired.Content[i+1] = list
+	} else if len(add) > 0 {
+		desired.Content = append(desired.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "resources"}, list)
+	}
+	listed := map[string]bool{}
+	for _, item := range list.Content {
+		listed[strings.TrimPrefix(item.Value, "./")] = true
+	}
+	sort.Strings(add)
+	for _, entry := range add {
+		if !listed[entry] {
+			listed[entry] = true
+			list.Content = append(list.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: entry})
+		}
+	}
+	if len(list.Content) == 0 && len(add) == 0 {
+		list.Style |= yaml.FlowStyle // an emptied list stays a list: []
+	}
+	if sameNodes(top, &desired) {
+		return content, nil
+	}
+	if edited, err := spliceDocument(content, top, nil, &desired); err == nil {
+		if check, err := decodeSection(edited); err == nil && check != nil && sameNodes(check, &desired) {
+			return edited, nil
+		}
+	}
+	return nil, constError("the resources: list cannot be edited in place")
+}
+
+func indexOfKey(m *yaml.Node, key string) (int, bool) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return i, true
+		}
+	}
+	return 0, false
+}
