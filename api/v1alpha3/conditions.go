@@ -127,9 +127,10 @@ const (
 // Refusal reasons (GitTarget ObjectsWritten): why an object the rules
 // select is not written. EncryptionRequired is one too.
 const (
-	// ReasonAuxiliaryPath: the object's file would be a file the operator
-	// keeps out of its hands (kustomization.yaml, README.md), e.g. a
-	// ConfigMap named "kustomization".
+	// ReasonAuxiliaryPath: spec.placement names a file the operator keeps
+	// out of its hands (kustomization.yaml, README.md) outright. An object
+	// whose own name would make its file kustomization.yaml is written as
+	// _kustomization.yaml instead.
 	ReasonAuxiliaryPath = "AuxiliaryPath"
 	// ReasonInvalidPlacement: spec.placement renders a path the operator will
 	// not write for the object.

@@ -24,8 +24,8 @@ const (
 var refusalHints = map[string]string{
 	v1alpha3.ReasonEncryptionRequired: "sensitive objects are only written encrypted; make encryption usable " +
 		"(EncryptionConfigured says what is missing) or leave them out of the rules",
-	v1alpha3.ReasonAuxiliaryPath: "its file name is reserved for kustomization.yaml or README.md; " +
-		"leave the object out of the rules or give it another path with spec.placement",
+	v1alpha3.ReasonAuxiliaryPath: "spec.placement names a file reserved for kustomization.yaml or README.md; " +
+		"give the type a template whose file name holds {name}, or another path",
 	v1alpha3.ReasonEncryptionFailed: "encrypting it failed (the message says how); check spec.encryption's recipients " +
 		"and key Secret (EncryptionConfigured); a change of them replays the target and writes it",
 	v1alpha3.ReasonInvalidPlacement:         "fix spec.placement",

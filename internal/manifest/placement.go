@@ -56,6 +56,24 @@ func CanonicalPath(root string, id ObjectID, sensitive bool) (string, error) {
 	return placed, nil
 }
 
+// escapePrefix starts the file name of an object whose natural file name a
+// checkout or kustomize would read as something else. No Kubernetes object
+// name holds '_', so an escaped name is never another object's natural one.
+const escapePrefix = "_"
+
+// EscapedPath is the path a new object's file takes when its natural name
+// is one kustomize reads as its build file (a ConfigMap named
+// "kustomization" is kustomization.yaml canonically): the name gets a
+// leading underscore (_kustomization.yaml). Any other path is returned as
+// it is. The file is found again by the identity inside it, like any other.
+func EscapedPath(p string) string {
+	if !isKustomizationPath(p) {
+		return p
+	}
+	dir, base := path.Split(p)
+	return dir + escapePrefix + base
+}
+
 // checkSegment refuses a value that is empty, would escape or alias a
 // directory, or would be hidden (dot files are auxiliary, never managed).
 func checkSegment(value string) error {

@@ -315,6 +315,9 @@ func (ws *workspace) place(w write) *Refusal {
 	if refusal != nil {
 		return refusal
 	}
+	if ws.nameDerived(w, source) {
+		target = EscapedPath(target)
+	}
 	if rel, _ := ws.ix.relative(target); classify(rel) != classManifest {
 		return &Refusal{ID: w.id, Path: target, Reason: RefusalAuxiliaryPath,
 			Detail: "the new object's path is an auxiliary file the operator never manages"}
@@ -371,6 +374,17 @@ func (ws *workspace) newPath(w write) (string, PlacementSource, *Refusal) {
 		return "", "", &Refusal{ID: w.id, Reason: RefusalInvalidPlacement, Detail: err.Error()}
 	}
 	return target, PlacementDeclared, nil
+}
+
+// nameDerived reports whether the new file's name comes from the object's
+// name, so that a name kustomize would misread is escaped: a declared
+// template naming a build file outright is refused instead.
+func (ws *workspace) nameDerived(w write, source PlacementSource) bool {
+	if source != PlacementDeclared {
+		return true
+	}
+	template, _ := ws.placement.template(w.id)
+	return strings.Contains(path.Base(template), "{name}")
 }
 
 // kustomizationRoot looks up, once per plan, the kustomization new files go

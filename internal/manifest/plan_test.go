@@ -302,13 +302,40 @@ func TestUpsertYAMLMustBeTheObjectItNames(t *testing.T) {
 		"refusals do not stop the rest of the batch")
 }
 
-func TestAConfigMapNamedKustomizationIsRefusedNotWrittenOverTheBuildFile(t *testing.T) {
-	ix := newIndex(t, ".", withReadme(".", map[string]string{}))
+// TestAConfigMapNamedKustomizationIsWrittenUnderAnEscapedName: its
+// canonical file would be kustomization.yaml, which kustomize reads as its
+// build file; it goes to _kustomization.yaml instead, and is found there
+// again by identity, updated in place and deleted.
+func TestAConfigMapNamedKustomizationIsWrittenUnderAnEscapedName(t *testing.T) {
+	id := configMapID("team-a", "kustomization")
+	for _, tt := range []struct {
+		name      string
+		placement manifest.Placement
+		want      string
+	}{
+		{"canonical", manifest.Placement{}, "team-a/configmaps/_kustomization.yaml"},
+		{"declared", manifest.Placement{Default: "{namespace}/{name}.yml"}, "team-a/_kustomization.yml"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ix := newIndex(t, ".", withReadme(".", map[string]string{}))
+			planner := manifest.Planner{Placement: tt.placement}
 
-	result := plan(t, ix, upsert(configMapID("team-a", "kustomization"), configMapYAML("team-a", "kustomization", "v")))
+			created, err := planner.Plan(ix, []manifest.Op{upsert(id, configMapYAML("team-a", "kustomization", "v1"))})
+			require.NoError(t, err)
+			require.Empty(t, created.Refusals)
+			require.Equal(t, map[string]string{tt.want: configMapYAML("team-a", "kustomization", "v1")}, contents(created))
+			require.NoError(t, ix.Apply(created.Changes))
 
-	require.Empty(t, result.Changes)
-	require.Equal(t, map[string]manifest.RefusalReason{"kustomization": manifest.RefusalAuxiliaryPath}, refusalReasons(result))
+			updated, err := planner.Plan(ix, []manifest.Op{upsert(id, configMapYAML("team-a", "kustomization", "v2"))})
+			require.NoError(t, err)
+			require.Equal(t, map[string]string{tt.want: configMapYAML("team-a", "kustomization", "v2")}, contents(updated))
+			require.NoError(t, ix.Apply(updated.Changes))
+
+			deleted, err := planner.Plan(ix, []manifest.Op{manifest.Delete{ID: id}})
+			require.NoError(t, err)
+			require.Equal(t, map[string]string{tt.want: "<deleted>"}, contents(deleted))
+		})
+	}
 }
 
 func TestPlanRefusesASubtreeTheGateRefuses(t *testing.T) {

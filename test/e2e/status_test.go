@@ -93,24 +93,33 @@ func removeExternally(t *testing.T, repo, path string) {
 }
 
 // TestEveryRefusedObjectIsVisible: a Secret without encryption and a
-// ConfigMap whose file would be kustomization.yaml are not written; the
+// ConfigMap whose file holds an encrypted document are not written; the
 // GitTarget says so (Ready=False, ObjectsWritten names them, status.refused
 // counts them), its WatchRule says the target is not Ready, each has an
-// Event and the refusal metric counts them. Deleting them clears it all.
+// Event and the refusal metric counts them. Deleting them clears it all. A
+// ConfigMap named kustomization, whose canonical file kustomize would read
+// as its build file, is written under the escaped name _kustomization.yaml.
 func TestEveryRefusedObjectIsVisible(t *testing.T) {
 	m := newMirror(t, "refused", "configmaps", "secrets")
+	// An encrypted document of a type nobody mirrors, where the ConfigMap
+	// "mixed" would go: plaintext never shares a file with ciphertext.
+	pushExternalCommit(t, m.repo, m.path+"/refused/configmaps/mixed.yaml",
+		"apiVersion: example.com/v1\nkind: Vault\nmetadata:\n  name: mixed\n  namespace: refused\n"+
+			"data: ENC[AES256_GCM,data:abc,type:str]\nsops:\n  version: 3.9.0\n")
 	apply(t,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "db"}, StringData: map[string]string{"password": "refused-plaintext"}},
 		configMap(m.ns, "kustomization", map[string]string{"k": "v"}),
+		configMap(m.ns, "mixed", map[string]string{"k": "v"}),
 		configMap(m.ns, "visible", map[string]string{"k": "v"}),
 	)
 	startOperator(t)
-	eventually(t, "the writable ConfigMap in Git", func() bool {
-		return gitFile(t, m.repo, m.path+"/refused/configmaps/visible.yaml") != ""
+	eventually(t, "the writable ConfigMaps in Git", func() bool {
+		return gitFile(t, m.repo, m.path+"/refused/configmaps/visible.yaml") != "" &&
+			strings.Contains(gitFile(t, m.repo, m.path+"/refused/configmaps/_kustomization.yaml"), "name: kustomization")
 	})
-	want := []v1alpha3.RefusedObject{
-		{APIVersion: "v1", Kind: "ConfigMap", Namespace: m.ns, Name: "kustomization", Reason: v1alpha3.ReasonAuxiliaryPath},
+	want := []v1alpha3.RefusedObject{ // sorted by reason
 		{APIVersion: "v1", Kind: "Secret", Namespace: m.ns, Name: "db", Reason: v1alpha3.ReasonEncryptionRequired},
+		{APIVersion: "v1", Kind: "ConfigMap", Namespace: m.ns, Name: "mixed", Reason: v1alpha3.ReasonPlaintextBesideEncrypted},
 	}
 	eventually(t, "status.refused lists both objects", func() bool {
 		gt := getTarget(t, m)
@@ -120,7 +129,7 @@ func TestEveryRefusedObjectIsVisible(t *testing.T) {
 	require.Equal(t, metav1.ConditionFalse, written.Status)
 	require.Equal(t, v1alpha3.ReasonObjectsRefused, written.Reason)
 	require.Contains(t, written.Message, "2 selected objects are not written")
-	require.Contains(t, written.Message, "ConfigMap refused/kustomization (AuxiliaryPath")
+	require.Contains(t, written.Message, "ConfigMap refused/mixed (PlaintextBesideEncrypted")
 	require.Contains(t, written.Message, "Secret refused/db (EncryptionRequired")
 	require.Equal(t, metav1.ConditionFalse, conditionStatus(t, m.ns, m.target, v1alpha3.ConditionReady))
 	require.Equal(t, metav1.ConditionTrue, conditionStatus(t, m.ns, m.target, v1alpha3.ConditionStalled))
@@ -143,13 +152,13 @@ func TestEveryRefusedObjectIsVisible(t *testing.T) {
 				seen[e.Reason] = strings.Contains(e.Message, "not writing")
 			}
 		}
-		return seen[v1alpha3.ReasonAuxiliaryPath] && seen[v1alpha3.ReasonEncryptionRequired]
+		return seen[v1alpha3.ReasonPlaintextBesideEncrypted] && seen[v1alpha3.ReasonEncryptionRequired]
 	})
 	require.GreaterOrEqual(t, metricSum(t, "gitopsreverser_placement_refusals_total"), 2.0)
 
 	ctx := context.Background()
 	require.NoError(t, env.kube.Client().Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "db"}}))
-	require.NoError(t, env.kube.Client().Delete(ctx, configMap(m.ns, "kustomization", nil)))
+	require.NoError(t, env.kube.Client().Delete(ctx, configMap(m.ns, "mixed", nil)))
 	eventually(t, "nothing refused once the objects are gone", func() bool {
 		return getTarget(t, m).Status.Refused == nil &&
 			conditionStatus(t, m.ns, m.target, v1alpha3.ConditionObjectsWritten) == metav1.ConditionTrue
