@@ -65,6 +65,11 @@
 // document is always written whole: its ciphertext changes on every
 // encryption.
 //
+// A value a kustomization's images: or replicas: entry produces (the
+// kustomization lists the file) is written back to the entry instead, only
+// in the fields it declares, and the source keeps its value (editthrough.go);
+// what the entry cannot express patches the source as usual.
+//
 // A document whose bytes differ from the new ones but whose YAML content is
 // the same (key order, quoting style, comments) is left alone, so adopting a
 // hand-written repository does not reformat every file on the first resync.

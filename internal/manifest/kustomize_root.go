@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+	kustomize "sigs.k8s.io/kustomize/api/types"
 )
 
 // PlacementSource says which step of the placement ladder chose a new
@@ -76,12 +78,20 @@ type resourceEdits map[string]*resourceEdit
 
 type resourceEdit struct {
 	add, remove []string
+	// replicas and images are edit-through: new counts, and new values of
+	// the fields an images: entry declares, by entry name.
+	replicas map[string]int64
+	images   map[string]kustomize.Image
+}
+
+func newResourceEdit() *resourceEdit {
+	return &resourceEdit{replicas: map[string]int64{}, images: map[string]kustomize.Image{}}
 }
 
 func (r resourceEdits) of(kustomization string) *resourceEdit {
 	edit, ok := r[kustomization]
 	if !ok {
-		edit = &resourceEdit{}
+		edit = newResourceEdit()
 		r[kustomization] = edit
 	}
 	return edit
@@ -114,7 +124,7 @@ func (ws *workspace) kustomizationChanges(deleted []string) ([]Change, error) {
 	var changes []Change
 	for p, edit := range ws.resources {
 		content := ws.ix.others[p]
-		edited, err := editResources(content, edit.add, edit.remove)
+		edited, err := editKustomization(content, edit)
 		if err != nil {
 			return nil, fmt.Errorf("edit the resources of %s: %w", p, err)
 		}
@@ -125,10 +135,12 @@ func (ws *workspace) kustomizationChanges(deleted []string) ([]Change, error) {
 	return changes, nil
 }
 
-// editResources adds entries to a kustomization's resources: list (once
-// each) and removes entries ("x.yaml" or "./x.yaml"), editing the file in
-// place.
-func editResources(content []byte, add, remove []string) ([]byte, error) {
+// editKustomization adds entries to a kustomization's resources: list (once
+// each), removes entries ("x.yaml" or "./x.yaml"), and sets the count of
+// replicas: entries and the declared fields of images: entries, editing the
+// file in place.
+func editKustomization(content []byte, edit *resourceEdit) ([]byte, error) {
+	add, remove := edit.add, edit.remove
 	top, err := decodeSection(content)
 	if err != nil {
 		return nil, err
@@ -168,11 +180,14 @@ func editResources(content []byte, add, remove []string) ([]byte, error) {
 	for _, entry := range add {
 		if !listed[entry] {
 			listed[entry] = true
-			list.Content = append(list.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: entry})
+			list.Content = append(list.Content, stringNode(entry))
 		}
 	}
 	if len(list.Content) == 0 && len(add) == 0 {
 		list.Style |= yaml.FlowStyle // an emptied list stays a list: []
+	}
+	if err := setOverrides(&desired, edit); err != nil {
+		return nil, err
 	}
 	if sameNodes(top, &desired) {
 		return content, nil
@@ -183,6 +198,43 @@ func editResources(content []byte, add, remove []string) ([]byte, error) {
 		}
 	}
 	return nil, constError("the resources: list cannot be edited in place")
+}
+
+// setOverrides writes the edit-through values into the replicas: and
+// images: entries of desired, a copy of the kustomization's tree.
+func setOverrides(desired *yaml.Node, edit *resourceEdit) error {
+	for _, field := range []string{"replicas", "images"} {
+		i, found := indexOfKey(desired, field)
+		if !found {
+			continue
+		}
+		list := copyNode(desired.Content[i+1])
+		desired.Content[i+1] = list
+		for _, item := range list.Content {
+			name := objectNameOf(item)
+			if count, ok := edit.replicas[name]; ok && field == "replicas" {
+				setOrDelete(item, "count", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(count, 10)})
+			}
+			if image, ok := edit.images[name]; ok && field == "images" {
+				for key, value := range map[string]string{"newName": image.NewName, "newTag": image.NewTag, "digest": image.Digest} {
+					if _, declared := indexOfKey(item, key); declared {
+						setOrDelete(item, key, stringNode(value))
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// stringNode is a string scalar, quoted when a YAML 1.1 reader could take
+// it for something else (a tag like 1.28).
+func stringNode(value string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}
+	if misreadable(n) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
 }
 
 func indexOfKey(m *yaml.Node, key string) (int, bool) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+	kustomize "sigs.k8s.io/kustomize/api/types"
 )
 
 // Op is one object write in a batch: an Upsert or a Delete.
@@ -109,7 +110,8 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 	if err := ix.Check(); err != nil {
 		return Result{}, err // it names the root and every refused file; a wrap would repeat the root
 	}
-	ws := &workspace{ix: ix, placement: p.Placement, files: make(map[string]*fileEdit), resources: resourceEdits{}}
+	ws := &workspace{ix: ix, placement: p.Placement, files: make(map[string]*fileEdit), resources: resourceEdits{},
+		parsedKustomizations: map[string]*kustomize.Kustomization{}}
 	var refusals []Refusal
 	for _, w := range lastWriteWins(ops) {
 		if refusal := ws.apply(w); refusal != nil {
@@ -186,6 +188,8 @@ type workspace struct {
 	resources resourceEdits
 	// root is the kustomization new files go beside, once looked up.
 	root *kustomizationStep
+	// parsedKustomizations are the kustomizations read for edit-through.
+	parsedKustomizations map[string]*kustomize.Kustomization
 }
 
 // kustomizationStep is the second step of the placement ladder for one plan.
@@ -266,6 +270,13 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 	}
 	ws.parses++
 	oldTop, _ := decodeSection(old) // the index parsed it once: it is valid
+	desiredText := body
+	if oldTop != nil {
+		if adjusted, through := ws.editThrough(loc.path, oldTop, top); through {
+			// The desired bytes no longer say what the file must read.
+			top, desiredText = adjusted, nil
+		}
+	}
 	if equivalentYAML(oldTop, top) {
 		return nil
 	}
@@ -278,7 +289,7 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 		return &Refusal{ID: w.id, Path: loc.path, Reason: RefusalInvalidPlacement,
 			Detail: "a plaintext object is not written into a .sops file; move or delete the file"}
 	}
-	file.bodies[loc.section] = ws.editedBody(old, oldTop, body, top)
+	file.bodies[loc.section] = ws.editedBody(old, oldTop, body, desiredText, top)
 	file.docs[loc.section] = doc
 	ws.record(w, loc.path, ActionUpdate)
 	return nil
@@ -288,11 +299,11 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 // keeping its comments and layout, or the new bytes when the editor cannot
 // do that safely. The edited text is parsed once to prove it reads exactly
 // as the new document; anything else is never written.
-func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body []byte, top *yaml.Node) []byte {
+func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body, desiredText []byte, top *yaml.Node) []byte {
 	if oldTop == nil {
 		return body
 	}
-	edited, err := spliceDocument(old, oldTop, body, top)
+	edited, err := spliceDocument(old, oldTop, desiredText, top)
 	if err != nil {
 		return body
 	}
@@ -395,7 +406,9 @@ func (ws *workspace) kustomizationRoot() *kustomizationStep {
 		ws.root = &kustomizationStep{}
 		if p, ok := ws.ix.kustomizationRoot(); ok {
 			ws.parses++
-			_, err := editResources(ws.ix.others[p], []string{"probe.yaml"}, nil)
+			probe := newResourceEdit()
+			probe.add = []string{"probe.yaml"}
+			_, err := editKustomization(ws.ix.others[p], probe)
 			ws.root = &kustomizationStep{path: p, usable: err == nil}
 		}
 	}
