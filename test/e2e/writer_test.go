@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// TestAScaleOfAHandKeptDeploymentChangesOneLine: a human has commented the
+// Deployment's file; a scale through the /scale subresource (what
+// `kubectl scale` does) reaches Git as a one-line diff: the replicas value,
+// with its comment, and every other byte kept.
+func TestAScaleOfAHandKeptDeploymentChangesOneLine(t *testing.T) {
+	m := newMirror(t, "scaled", "deployments")
+	path := mirroredDeployment(t, m)
+
+	written := gitFile(t, m.repo, path)
+	handKept := "# The shop's web frontend.\n# Scaled by the on-call engineer.\n" +
+		strings.Replace(strings.Replace(written, "  replicas: 2\n", "\n  # floor for the sale\n  replicas: 2 # on-call decides\n", 1),
+			"      containers:\n", "      containers:\n      # one container only\n", 1)
+	pushExternalCommit(t, m.repo, path, handKept)
+
+	scaleThroughSubresource(t, m.ns, "web", 4)
+
+	eventually(t, "the scale in Git", func() bool { return containsLine(gitFile(t, m.repo, path), "  replicas: 4 # on-call decides") })
+	require.Equal(t, strings.Replace(handKept, "replicas: 2 #", "replicas: 4 #", 1), gitFile(t, m.repo, path),
+		"only the replicas value changed")
+}
+
+// TestAScaleGovernedByAReplicasEntryEditsTheEntry: the human lists the
+// Deployment's file in a kustomization with a replicas: entry for it; a
+// scale through /scale updates the entry's count (comment kept), the
+// manifest keeps its bytes, and `kustomize build` of the folder renders the
+// scaled Deployment after the commit.
+func TestAScaleGovernedByAReplicasEntryEditsTheEntry(t *testing.T) {
+	m := newMirror(t, "kscaled", "deployments")
+	source := mirroredDeployment(t, m)
+	manifest := strings.Replace(gitFile(t, m.repo, source), "  replicas: 2\n", "  replicas: 1 # the kustomization decides\n", 1)
+	kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- kscaled/apps/deployments/web.yaml\n" +
+		"replicas:\n- name: web\n  count: 2 # production\n"
+	_, err := env.git.CommitFiles(m.repo, map[string]string{source: manifest, m.path + "/kustomization.yaml": kustomization}, "human adds a kustomization")
+	require.NoError(t, err)
+
+	scaleThroughSubresource(t, m.ns, "web", 4)
+
+	eventually(t, "the scale in the replicas: entry", func() bool {
+		return containsLine(gitFile(t, m.repo, m.path+"/kustomization.yaml"), "  count: 4 # production")
+	})
+	require.Equal(t, strings.Replace(kustomization, "count: 2 #", "count: 4 #", 1), gitFile(t, m.repo, m.path+"/kustomization.yaml"))
+	require.Equal(t, manifest, gitFile(t, m.repo, source), "the manifest keeps its bytes")
+
+	fs := filesys.MakeFsInMemory()
+	require.NoError(t, fs.MkdirAll("/kscaled/apps/deployments"))
+	require.NoError(t, fs.WriteFile("/kustomization.yaml", []byte(gitFile(t, m.repo, m.path+"/kustomization.yaml"))))
+	require.NoError(t, fs.WriteFile("/kscaled/apps/deployments/web.yaml", []byte(gitFile(t, m.repo, source))))
+	built, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/")
+	require.NoError(t, err)
+	out, err := built.AsYaml()
+	require.NoError(t, err)
+	require.True(t, containsLine(string(out), "  replicas: 4"), "the build renders the scaled Deployment:\n%s", out)
+}
+
+// mirroredDeployment creates the Deployment web with two replicas, starts
+// the operator and returns its file once it is in Git.
+func mirroredDeployment(t *testing.T, m mirrorSetup) string {
+	t.Helper()
+	labels := map[string]string{"app": "web"}
+	apply(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}},
+	}})
+	startOperator(t)
+	path := m.path + "/" + m.ns + "/apps/deployments/web.yaml"
+	eventually(t, "the Deployment in Git", func() bool { return containsLine(gitFile(t, m.repo, path), "  replicas: 2") })
+	return path
+}
+
+// scaleThroughSubresource sets a Deployment's replicas through /scale, as
+// `kubectl scale` does.
+func scaleThroughSubresource(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	var d appsv1.Deployment
+	require.NoError(t, env.kube.Client().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d))
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: replicas}}
+	require.NoError(t, env.kube.Client().SubResource("scale").Update(context.Background(), &d, client.WithSubResourceBody(scale)))
+}
