@@ -96,6 +96,17 @@ func TestAKustomizationWithoutResourcesGetsTheList(t *testing.T) {
 	require.Equal(t, []string{"ConfigMap/web"}, build(t, files, "base"))
 }
 
+// TestAnEmptyFlowResourcesListKeepsItsComment: "resources: [] # note"
+// becomes "resources: [file] # note", the comment once.
+func TestAnEmptyFlowResourcesListKeepsItsComment(t *testing.T) {
+	files := withReadme(".", map[string]string{"kustomization.yaml": "kind: Kustomization\nresources: [] # filled by the operator\n"})
+	ix := newIndex(t, ".", files)
+
+	commit(t, ix, files, upsert(configMapID("team-a", "web"), configMapYAML("team-a", "web", "1")))
+
+	require.Equal(t, "kind: Kustomization\nresources: [team-a-configmap-web.yaml] # filled by the operator\n", files["kustomization.yaml"])
+}
+
 func TestThePlacementLadder(t *testing.T) {
 	web := configMapID("team-a", "web")
 	tests := []struct {

@@ -371,8 +371,11 @@ func shapedLike(old, desired *yaml.Node) *yaml.Node {
 
 // --- rendering ---
 
-// encode renders n in the document's indentation style.
+// encode renders n in the document's indentation style, without the
+// comments a node copied from the old text carries: those stay in the text
+// where they are.
 func (sp *splicer) encode(n *yaml.Node) ([]byte, error) {
+	n = withoutComments(n)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(sp.indent)
@@ -386,6 +389,16 @@ func (sp *splicer) encode(n *yaml.Node) ([]byte, error) {
 		return nil, errCannotSplice
 	}
 	return buf.Bytes(), nil
+}
+
+func withoutComments(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.HeadComment, c.LineComment, c.FootComment = "", "", ""
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, child := range n.Content {
+		c.Content[i] = withoutComments(child)
+	}
+	return &c
 }
 
 // renderValue renders value as it follows a key's colon or an item's dash

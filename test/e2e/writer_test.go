@@ -95,3 +95,33 @@ func scaleThroughSubresource(t *testing.T, ns, name string, replicas int32) {
 	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: replicas}}
 	require.NoError(t, env.kube.Client().SubResource("scale").Update(context.Background(), &d, client.WithSubResourceBody(scale)))
 }
+
+// TestANewObjectGoesBesideTheFoldersKustomization: the target's path holds
+// one kustomization; a new ConfigMap is written beside it and listed in its
+// resources: in the same commit, the kustomization's comments kept, and the
+// folder still builds. Deleting the ConfigMap takes the entry away again.
+func TestANewObjectGoesBesideTheFoldersKustomization(t *testing.T) {
+	m := newMirror(t, "kplaced", "configmaps")
+	kustomization := "# Built by Flux.\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [] # filled by the operator\n"
+	pushExternalCommit(t, m.repo, m.path+"/kustomization.yaml", kustomization)
+	startOperator(t)
+	apply(t, configMap(m.ns, "settings", map[string]string{"mode": "fast"}))
+
+	placed := m.path + "/kplaced-configmap-settings.yaml"
+	eventually(t, "the ConfigMap beside the kustomization", func() bool { return gitFile(t, m.repo, placed) != "" })
+	listed := gitFile(t, m.repo, m.path+"/kustomization.yaml")
+	require.Equal(t, "# Built by Flux.\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"+
+		"resources: [kplaced-configmap-settings.yaml] # filled by the operator\n", listed)
+	fs := filesys.MakeFsInMemory()
+	require.NoError(t, fs.WriteFile("/kustomization.yaml", []byte(listed)))
+	require.NoError(t, fs.WriteFile("/kplaced-configmap-settings.yaml", []byte(gitFile(t, m.repo, placed))))
+	built, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/")
+	require.NoError(t, err)
+	require.Len(t, built.Resources(), 1)
+	require.Empty(t, gitFile(t, m.repo, m.path+"/kplaced/configmaps/settings.yaml"), "nothing at the canonical path")
+
+	require.NoError(t, env.kube.Client().Delete(context.Background(), configMap(m.ns, "settings", nil)))
+	eventually(t, "the entry gone with the file", func() bool {
+		return gitFile(t, m.repo, placed) == "" && gitFile(t, m.repo, m.path+"/kustomization.yaml") == kustomization
+	})
+}
