@@ -20,10 +20,7 @@ var replicaKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Rep
 // governing are the kustomizations that list the file at p in resources:.
 func (ws *workspace) governing(p string) []string {
 	var found []string
-	for k := range ws.ix.others {
-		if !isKustomizationPath(k) {
-			continue
-		}
+	for k := range ws.ix.kustomizations {
 		entry, below := resourceEntry(k, p)
 		if !below {
 			continue
@@ -42,20 +39,13 @@ func (ws *workspace) governing(p string) []string {
 	return found
 }
 
-// kustomization is the parsed kustomization at p, read once per plan; nil
-// when it cannot be read (the gate has refused it then).
+// kustomization is the parsed kustomization at p, as the index read it;
+// nil when it cannot be read (the gate has refused it then).
 func (ws *workspace) kustomization(p string) *kustomize.Kustomization {
-	if k, ok := ws.parsedKustomizations[p]; ok {
-		return k
+	if k, ok := ws.ix.kustomizations[p]; ok {
+		return k.parsed
 	}
-	ws.parses++
-	var k kustomize.Kustomization
-	parsed := &k
-	if err := k.Unmarshal(ws.ix.others[p]); err != nil {
-		parsed = nil
-	}
-	ws.parsedKustomizations[p] = parsed
-	return parsed
+	return nil
 }
 
 // editThrough returns desired with every value an override entry produces

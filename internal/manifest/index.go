@@ -17,8 +17,11 @@ type Index struct {
 	// manifests are the .yaml/.yml files that may hold managed objects.
 	manifests map[string]*manifestFile
 	// others are the remaining files: auxiliary ones keep their content
-	// (future kustomization checks read it), the rest are only known to exist.
+	// (the kustomization checks read it), the rest are only known to exist.
 	others map[string][]byte
+	// kustomizations are the paths in others kustomize reads as its build
+	// file, so that the planner need not scan every file for them.
+	kustomizations map[string]*kustomizationFile
 	// byID finds documents by identity; more than one location is a
 	// duplicate that Check refuses.
 	byID map[identityKey][]location
@@ -52,11 +55,12 @@ func NewIndex(root string, files map[string][]byte) (*Index, error) {
 		return nil, err
 	}
 	ix := &Index{
-		root:      cleanRoot,
-		manifests: make(map[string]*manifestFile),
-		others:    make(map[string][]byte),
-		byID:      make(map[identityKey][]location),
-		problems:  make(map[string][]Problem),
+		root:           cleanRoot,
+		manifests:      make(map[string]*manifestFile),
+		others:         make(map[string][]byte),
+		byID:           make(map[identityKey][]location),
+		kustomizations: make(map[string]*kustomizationFile),
+		problems:       make(map[string][]Problem),
 	}
 	paths := make([]string, 0, len(files))
 	for p := range files {
@@ -138,6 +142,10 @@ func (ix *Index) add(p string, content []byte, parsed *manifestFile) error {
 		ix.addManifest(p, content)
 	case classAuxiliary:
 		ix.others[p] = content
+		if isKustomizationPath(p) {
+			ix.parses++
+			ix.kustomizations[p] = readKustomization(content)
+		}
 	default:
 		ix.others[p] = nil
 	}
@@ -189,6 +197,7 @@ func sameBytes(a, b []byte) bool {
 // Remove forgets the file at p; an unknown path is ignored.
 func (ix *Index) Remove(p string) {
 	delete(ix.others, p)
+	delete(ix.kustomizations, p)
 	delete(ix.problems, p)
 	file, ok := ix.manifests[p]
 	if !ok {

@@ -34,24 +34,32 @@ func isKustomizationPath(p string) bool {
 // so is a base outside the subtree (../../base): both are only read.
 func kustomizationProblems(ix *Index) []Problem {
 	var problems []Problem
-	for p, content := range ix.others {
-		if !isKustomizationPath(p) {
-			continue
-		}
-		for _, feature := range unsupportedFeatures(content) {
+	for p, k := range ix.kustomizations {
+		for _, feature := range k.features {
 			problems = append(problems, Problem{Path: p, Reason: ReasonUnsupportedKustomization, Detail: feature})
 		}
 	}
 	return problems
 }
 
-// unsupportedFeatures names what a kustomization uses that the operator
-// refuses, one entry per feature.
-func unsupportedFeatures(content []byte) []string {
+// kustomizationFile is a kustomization as the index read it, once, when the
+// file was added.
+type kustomizationFile struct {
+	parsed   *kustomize.Kustomization // nil when the types cannot read it
+	features []string                 // what the gate refuses, one entry per feature
+}
+
+func readKustomization(content []byte) *kustomizationFile {
 	var k kustomize.Kustomization
 	if err := k.Unmarshal(content); err != nil {
-		return []string{fmt.Sprintf("not a kustomization the operator can read: %v", err)}
+		return &kustomizationFile{features: []string{fmt.Sprintf("not a kustomization the operator can read: %v", err)}}
 	}
+	return &kustomizationFile{parsed: &k, features: unsupportedFeatures(k)}
+}
+
+// unsupportedFeatures names what a kustomization uses that the operator
+// refuses, one entry per feature.
+func unsupportedFeatures(k kustomize.Kustomization) []string {
 	var features []string
 	add := func(used bool, feature string) {
 		if used {

@@ -36,10 +36,7 @@ func PlacementSources() []PlacementSource {
 // declines to the canonical path). The canonical tree is one a resources:
 // graph cannot reach, so a kustomize root must take the file.
 func (ix *Index) kustomizationRoot() (kustomization string, ok bool) {
-	for p := range ix.others {
-		if !isKustomizationPath(p) {
-			continue
-		}
+	for p := range ix.kustomizations {
 		if ok {
 			return "", false
 		}
@@ -112,10 +109,7 @@ func resourceEntry(kustomization, file string) (string, bool) {
 // and the rest of the file as it is.
 func (ws *workspace) kustomizationChanges(deleted []string) ([]Change, error) {
 	for _, file := range deleted {
-		for p := range ws.ix.others {
-			if !isKustomizationPath(p) {
-				continue
-			}
+		for p := range ws.ix.kustomizations {
 			if entry, below := resourceEntry(p, file); below {
 				ws.resources.of(p).remove = append(ws.resources.of(p).remove, entry)
 			}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
-	kustomize "sigs.k8s.io/kustomize/api/types"
 )
 
 // Op is one object write in a batch: an Upsert or a Delete.
@@ -110,8 +109,7 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 	if err := ix.Check(); err != nil {
 		return Result{}, err // it names the root and every refused file; a wrap would repeat the root
 	}
-	ws := &workspace{ix: ix, placement: p.Placement, files: make(map[string]*fileEdit), resources: resourceEdits{},
-		parsedKustomizations: map[string]*kustomize.Kustomization{}}
+	ws := &workspace{ix: ix, placement: p.Placement, files: make(map[string]*fileEdit), resources: resourceEdits{}}
 	var refusals []Refusal
 	for _, w := range lastWriteWins(ops) {
 		if refusal := ws.apply(w); refusal != nil {
@@ -188,8 +186,6 @@ type workspace struct {
 	resources resourceEdits
 	// root is the kustomization new files go beside, once looked up.
 	root *kustomizationStep
-	// parsedKustomizations are the kustomizations read for edit-through.
-	parsedKustomizations map[string]*kustomize.Kustomization
 }
 
 // kustomizationStep is the second step of the placement ladder for one plan.
