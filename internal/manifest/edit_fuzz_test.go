@@ -34,17 +34,20 @@ func FuzzEditDocument(f *testing.F) {
 			if doc == nil || doc.encrypted {
 				continue
 			}
-			desired, ok := withLabel(original.content[original.sections[k].body:original.sections[k].end], label)
-			if !ok {
-				continue
+			body := original.content[original.sections[k].body:original.sections[k].end]
+			for _, change := range []func(map[string]any) bool{withLabel(label), withoutAField} {
+				desired, ok := changed(body, change)
+				if !ok {
+					continue
+				}
+				result, err := Plan(ix, []Op{Upsert{ID: doc.id, YAML: desired}})
+				require.NoError(t, err)
+				if len(result.Refusals) > 0 || len(result.Changes) == 0 {
+					continue
+				}
+				require.Len(t, result.Changes, 1, "one file changes")
+				checkEdit(t, original, k, result.Changes[0].Content, desired)
 			}
-			result, err := Plan(ix, []Op{Upsert{ID: doc.id, YAML: desired}})
-			require.NoError(t, err)
-			if len(result.Refusals) > 0 || len(result.Changes) == 0 {
-				continue
-			}
-			require.Len(t, result.Changes, 1, "one file changes")
-			checkEdit(t, original, k, result.Changes[0].Content, desired)
 		}
 	})
 }
@@ -73,23 +76,11 @@ func checkEdit(t *testing.T, original *manifestFile, k int, edited, desired []by
 	require.NoError(t, reindexed.Check())
 }
 
-// withLabel is a document decoded, given metadata.labels.fuzz = label and
-// encoded the way sanitize.Marshal writes objects.
-func withLabel(body []byte, label string) ([]byte, bool) {
+// changed is a document decoded, changed and encoded the way
+// sanitize.Marshal writes objects; false when change does not apply.
+func changed(body []byte, change func(map[string]any) bool) ([]byte, bool) {
 	var obj map[string]any
-	if err := yaml.Unmarshal(body, &obj); err != nil {
-		return nil, false
-	}
-	meta, ok := obj["metadata"].(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	switch labels := meta["labels"].(type) {
-	case nil:
-		meta["labels"] = map[string]any{"fuzz": label}
-	case map[string]any:
-		labels["fuzz"] = label
-	default:
+	if err := yaml.Unmarshal(body, &obj); err != nil || !change(obj) {
 		return nil, false
 	}
 	var buf bytes.Buffer
@@ -100,4 +91,42 @@ func withLabel(body []byte, label string) ([]byte, bool) {
 		return nil, false
 	}
 	return buf.Bytes(), true
+}
+
+// withLabel sets metadata.labels.fuzz.
+func withLabel(label string) func(map[string]any) bool {
+	return func(obj map[string]any) bool {
+		meta, ok := obj["metadata"].(map[string]any)
+		if !ok {
+			return false
+		}
+		switch labels := meta["labels"].(type) {
+		case nil:
+			meta["labels"] = map[string]any{"fuzz": label}
+		case map[string]any:
+			labels["fuzz"] = label
+		default:
+			return false
+		}
+		return true
+	}
+}
+
+// withoutAField deletes the alphabetically first key of spec or data.
+func withoutAField(obj map[string]any) bool {
+	for _, top := range []string{"spec", "data"} {
+		m, ok := obj[top].(map[string]any)
+		if !ok || len(m) == 0 {
+			continue
+		}
+		first := ""
+		for key := range m {
+			if first == "" || key < first {
+				first = key
+			}
+		}
+		delete(m, first)
+		return true
+	}
+	return false
 }
