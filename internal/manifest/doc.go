@@ -28,7 +28,7 @@
 //     An existing document is edited in place and every other byte of its
 //     file is kept; a new object goes by the placement ladder: where the
 //     target's declared Placement puts it (RenderPath), else beside the
-//     subtree's one kustomization, whose resources: list gets the file in
+//     subtree's one kustomize root, whose resources: list gets the file in
 //     the same commit, else to its canonical path; a file left without
 //     documents is deleted (and its resources: entry with it); a no-op
 //     writes nothing.

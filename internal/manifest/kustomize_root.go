@@ -19,7 +19,7 @@ type PlacementSource string
 const (
 	// PlacementDeclared: the GitTarget's spec.placement template.
 	PlacementDeclared PlacementSource = "declared"
-	// PlacementKustomization: beside the subtree's one kustomization, which
+	// PlacementKustomization: beside the subtree's one kustomize root, which
 	// gets a resources: entry for the file in the same commit.
 	PlacementKustomization PlacementSource = "kustomization"
 	// PlacementCanonical: the built-in {namespace}/{group}/{resource}/{name}.yaml.
@@ -31,18 +31,35 @@ func PlacementSources() []PlacementSource {
 	return []PlacementSource{PlacementDeclared, PlacementKustomization, PlacementCanonical}
 }
 
-// kustomizationRoot is the directory of the subtree's only kustomization,
-// or "" when there is none or more than one (ambiguous: the ladder
-// declines to the canonical path). The canonical tree is one a resources:
-// graph cannot reach, so a kustomize root must take the file.
-func (ix *Index) kustomizationRoot() (kustomization string, ok bool) {
+// kustomizationRoot is the subtree's one kustomize root: the only
+// kustomization no other kustomization in the subtree reads as a directory
+// resource (a top-level kustomization listing apps/ and infra/, each with
+// their own, is the one root). None, or more than one, is not a root to
+// place by: the ladder declines to the canonical path. The canonical tree is
+// one a resources: graph cannot reach, so the root must take the file.
+func (ix *Index) kustomizationRoot() (root string, ok bool) {
+	read := map[string]bool{}
+	for p, k := range ix.kustomizations {
+		if k.parsed == nil {
+			continue
+		}
+		for _, entry := range append(append([]string(nil), k.parsed.Resources...), k.parsed.Bases...) {
+			dir := path.Join(path.Dir(p), entry)
+			for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+				read[path.Join(dir, name)] = true
+			}
+		}
+	}
 	for p := range ix.kustomizations {
+		if read[p] {
+			continue
+		}
 		if ok {
 			return "", false
 		}
-		kustomization, ok = p, true
+		root, ok = p, true
 	}
-	return kustomization, ok
+	return root, ok
 }
 
 // besideKustomization is a new object's path beside the kustomization:

@@ -101,7 +101,7 @@ func BootstrapReadme(root string) []byte {
 		"made only here is overwritten the next time the object changes in the cluster.\n\n" +
 		"New objects are placed at `{namespace}/{group}/{resource}/{name}.yaml` (no group for core\n" +
 		"types, `_cluster` for cluster-scoped objects) unless the GitTarget's `spec.placement`\n" +
-		"declares other paths, or the folder has one kustomization: then they go beside it and are\n" +
+		"declares other paths, or the folder has one kustomize root: then they go beside it and are\n" +
 		"listed in its `resources:`. Sensitive objects are SOPS-encrypted and\n" +
 		"end in `.sops.yaml`. A name longer than a file system allows (255 bytes) is shortened to\n" +
 		"a prefix and a hash of it. Existing files keep their place: moving or merging them is fine.\n")

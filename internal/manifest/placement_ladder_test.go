@@ -120,8 +120,14 @@ func TestThePlacementLadder(t *testing.T) {
 			manifest.Placement{Default: "{namespace}/{name}.yaml"}, "team-a/web.yaml", manifest.PlacementDeclared},
 		{"then the one kustomization", map[string]string{"kustomization.yaml": kustomizationHeader},
 			manifest.Placement{}, "team-a-configmap-web.yaml", manifest.PlacementKustomization},
-		{"two kustomizations are ambiguous", map[string]string{"a/kustomization.yaml": kustomizationHeader, "b/kustomization.yaml": kustomizationHeader},
+		{"two kustomize roots are ambiguous", map[string]string{"a/kustomization.yaml": kustomizationHeader, "b/kustomization.yaml": kustomizationHeader},
 			manifest.Placement{}, "team-a/configmaps/web.yaml", manifest.PlacementCanonical},
+		{"a kustomization another one reads is not a root", map[string]string{
+			"kustomization.yaml":      "resources:\n- apps\n- infra/\n",
+			"apps/kustomization.yaml": kustomizationHeader, "infra/kustomization.yml": kustomizationHeader},
+			manifest.Placement{}, "team-a-configmap-web.yaml", manifest.PlacementKustomization},
+		{"the one root may sit in a folder", map[string]string{"apps/kustomization.yaml": kustomizationHeader},
+			manifest.Placement{}, "apps/team-a-configmap-web.yaml", manifest.PlacementKustomization},
 		{"no kustomization: canonical", map[string]string{},
 			manifest.Placement{}, "team-a/configmaps/web.yaml", manifest.PlacementCanonical},
 	}

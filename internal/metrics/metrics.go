@@ -104,7 +104,7 @@ func newFamilies() *Metrics {
 			Help: "Objects not written because they could not be written safely, by reason."}, []string{"reason"}),
 		placements: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "placements_total",
 			Help: "New objects written, by the placement step that chose their path (declared: spec.placement; " +
-				"kustomization: beside the folder's one kustomization; canonical: the built-in layout, a type that may need a spec.placement line)."},
+				"kustomization: beside the folder's one kustomize root; canonical: the built-in layout, a type that may need a spec.placement line)."},
 			[]string{"gittarget_namespace", "gittarget", "source"}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "target_events_total",
 			Help: "Object events a GitTarget handed to its branch worker, by kind (upsert, delete)."},
