@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/internal/operator"
+	"github.com/configbutler/gitops-reverser/internal/redisconn"
 )
 
 // flags are the command line, turned into operator.Options by options().
@@ -20,6 +21,31 @@ type flags struct {
 	branchBufferMaxSize, additionalSensitive                    string
 	targetResync                                                time.Duration
 	attribution                                                 attributionFlags
+	redis                                                       redisFlags
+}
+
+// redisFlags say where Redis is; an empty address runs without it.
+type redisFlags struct {
+	addr, username, passwordFile, caFile, keyPrefix string
+}
+
+func (r *redisFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&r.addr, "redis-addr", r.addr,
+		"Redis or Valkey (standalone): redis://[user:password@]host:port[/db], rediss://... for TLS, or host:port. Empty runs without Redis (watches cold-replay on restart).")
+	fs.StringVar(&r.username, "redis-username", r.username, "Redis ACL user (overrides one in --redis-addr).")
+	fs.StringVar(&r.passwordFile, "redis-password-file", r.passwordFile,
+		"File holding the Redis password (a mounted Secret; read again on every new connection). $REDIS_PASSWORD is used when unset.")
+	fs.StringVar(&r.caFile, "redis-ca-file", r.caFile, "CA bundle (PEM) a rediss:// server's certificate is checked against; system roots when empty.")
+	fs.StringVar(&r.keyPrefix, "redis-key-prefix", r.keyPrefix, "Starts every Redis key the operator writes, one per installation sharing a Redis.")
+}
+
+// options is nil without --redis-addr.
+func (r redisFlags) options() *redisconn.Options {
+	if r.addr == "" {
+		return nil
+	}
+	return &redisconn.Options{Addr: r.addr, Username: r.username, Password: os.Getenv("REDIS_PASSWORD"),
+		PasswordFile: r.passwordFile, CAFile: r.caFile, KeyPrefix: r.keyPrefix}
 }
 
 // attributionFlags are the audit attribution flags.
@@ -38,7 +64,7 @@ func defaultFlags() flags {
 		ns = "gitops-reverser"
 	}
 	return flags{metricsAddr: ":8080", probeAddr: ":8081", leaderElect: true, operatorNamespace: ns,
-		branchBufferMaxSize: "8Mi", targetResync: 30 * time.Second,
+		branchBufferMaxSize: "8Mi", targetResync: 30 * time.Second, redis: redisFlags{keyPrefix: redisconn.DefaultKeyPrefix},
 		attribution: attributionFlags{enabled: true, transport: operator.TransportMemory, bindAddress: ":9444",
 			grace: operator.DefaultAttributionGrace, factTTL: operator.DefaultFactTTL, replicas: 1}}
 }
@@ -54,6 +80,7 @@ func (f *flags) bind(fs *flag.FlagSet) {
 		"Comma-separated resource.group names (e.g. sealedsecrets.bitnami.com) written only encrypted, besides core Secrets.")
 	fs.DurationVar(&f.targetResync, "target-resync-interval", f.targetResync, "How often a healthy GitTarget is checked again.")
 	f.attribution.bind(fs)
+	f.redis.bind(fs)
 }
 
 func (a *attributionFlags) bind(fs *flag.FlagSet) {
@@ -98,6 +125,6 @@ func (f flags) options() (operator.Options, error) {
 		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, LeaderElect: f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS, OperatorNamespace: f.operatorNamespace,
 		BufferMax: int(q.Value()), AdditionalSensitive: sensitive, TargetResync: f.targetResync,
-		RecoverPanic: true, Attribution: f.attribution.options(),
+		RecoverPanic: true, Attribution: f.attribution.options(), Redis: f.redis.options(),
 	}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -27,6 +28,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 	"github.com/configbutler/gitops-reverser/internal/kubescheme"
 	"github.com/configbutler/gitops-reverser/internal/metrics"
+	"github.com/configbutler/gitops-reverser/internal/redisconn"
 )
 
 // Options are the operator's settings.
@@ -64,6 +66,10 @@ type Options struct {
 	// Attribution, when set, names the Kubernetes actor of each live change
 	// as its commit's author; nil is configured-author mode.
 	Attribution *AttributionOptions
+	// Redis, when set, is where watch resume cursors (and, with the redis
+	// transport, attribution facts) are kept; the pod is not ready until it
+	// answers. Nil runs without Redis: watches cold-replay on restart.
+	Redis *redisconn.Options
 }
 
 // Run starts the operator and blocks until ctx ends. It first waits for
@@ -112,6 +118,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if err := fm.Register(reg); err != nil {
 		return fmt.Errorf("registering forge metrics: %w", err)
+	}
+	redisClient, err := setupRedis(mgr, o.Redis)
+	if err != nil {
+		return err
+	}
+	if redisClient != nil {
+		defer redisClient.Close()
 	}
 	pipeline, err := setupAttribution(mgr, o.Attribution, reg)
 	if err != nil {
@@ -199,6 +212,23 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 		}
 	}
 	return nil
+}
+
+// setupRedis connects to Redis when o is set and keeps the pod not ready
+// until Redis answers PING; nil without Redis.
+func setupRedis(mgr ctrl.Manager, o *redisconn.Options) (*goredis.Client, error) {
+	if o == nil {
+		return nil, nil
+	}
+	client, err := o.Connect()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("redis", redisconn.Ready(client)); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("adding the Redis readiness check: %w", err)
+	}
+	return client, nil
 }
 
 func orDefault(s, def string) string {
