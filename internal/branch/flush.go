@@ -53,6 +53,7 @@ func (w *Worker) push(ctx context.Context) {
 		now = w.cfg.Clock.Now()
 	}
 	w.notifyFlushers(nil, nil)
+	w.notifySettled()
 }
 
 // commitWithReplay commits one window, replaying it on a fresh head after

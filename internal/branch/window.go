@@ -29,6 +29,8 @@ type window struct {
 	// opened bounds how long a steady stream of changes keeps the window
 	// open; lastEvent starts the silence that closes it.
 	opened, lastEvent time.Time
+	// seq orders the worker's windows by opening (WhenSettled).
+	seq uint64
 }
 
 func newWindow(target TargetKey, author Author, now time.Time) *window {

@@ -135,6 +135,10 @@ type Worker struct {
 	parked   map[TargetKey]time.Time
 	retry    wait.Backoff
 	flushers []flushWaiter
+	// windowSeq numbers windows as they open; settleWaiters wait for the
+	// windows opened before them (WhenSettled).
+	windowSeq     uint64
+	settleWaiters []settleWaiter
 	// discard is set by Discard, from another goroutine.
 	discard atomic.Bool
 }
@@ -269,6 +273,8 @@ func (w *Worker) handle(ctx context.Context, msg any) {
 		}
 	case targetMsg:
 		w.updateTarget(m)
+	case settledMsg:
+		w.addSettleWaiter(m)
 	case flushMsg:
 		w.flushers = append(w.flushers, flushWaiter(m))
 		if w.window != nil && w.window.target == m.target {
@@ -296,6 +302,8 @@ func (w *Worker) openWindow(target TargetKey, author Author, now time.Time) *win
 	}
 	if w.window == nil {
 		w.window = newWindow(target, author, now)
+		w.window.seq = w.windowSeq
+		w.windowSeq++
 	}
 	return w.window
 }
@@ -316,6 +324,7 @@ func (w *Worker) updateTarget(m targetMsg) {
 	}
 	w.pending = kept
 	w.state.removeTarget(m.target.Key)
+	w.notifySettled()
 }
 
 func (w *Worker) tick(ctx context.Context) {
@@ -334,6 +343,7 @@ func (w *Worker) finalize(ctx context.Context) {
 	}
 	w.window = nil
 	w.push(ctx)
+	w.notifySettled() // an empty window closed, or a push was held back
 }
 
 // coalesce merges each pending window into the previous pending window of
