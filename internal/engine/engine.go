@@ -36,6 +36,11 @@ type Options struct {
 	// Attribution, when set, names the authors of live changes; nil is
 	// configured-author mode.
 	Attribution *Attribution
+	// Cursors, when set, keeps the watch streams' resume cursors (Redis);
+	// nil makes every start a replay.
+	Cursors mirror.CursorStore
+	// CursorObserver counts cursor writes and store errors.
+	CursorObserver mirror.CursorObserver
 }
 
 // Attribution is the resolver a target's streams ask for the author of a

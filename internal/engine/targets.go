@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,7 +21,9 @@ import (
 
 // TargetSpec is everything the engine needs to mirror one GitTarget.
 type TargetSpec struct {
-	Key    branch.TargetKey
+	Key branch.TargetKey
+	// UID is the GitTarget's: its resume cursors are filed under it.
+	UID    types.UID
 	Path   string
 	Worker branch.Key
 	// Settings build the worker when it does not run yet or changed.
@@ -100,6 +103,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		entry.mirror = mirror.NewTarget(runCtx, mirror.TargetOptions{
 			Key: spec.Key, Client: src.Dynamic, Sink: worker, Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
 			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()), Attribution: e.opts.Attribution.forSource(src),
+			Cursors: e.cursorsFor(spec, old == nil),
 		})
 		e.targets[spec.Key] = entry
 	}
@@ -113,6 +117,24 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	entry.mirror.SetOperatorSecrets(spec.OperatorSecrets)
 	entry.mirror.Update(spec.Claims)
 	return nil
+}
+
+// cursorsFor is where target spec keeps its resume cursors; nil without a
+// store. Only a target's first run in this process resumes from them: a
+// restart in process (new keys, worker, source or path) must replay.
+func (e *Engine) cursorsFor(spec TargetSpec, first bool) *mirror.Cursors {
+	if e.opts.Cursors == nil || spec.UID == "" {
+		return nil
+	}
+	secrets := make([]string, len(spec.OperatorSecrets))
+	for i, s := range spec.OperatorSecrets {
+		secrets[i] = s.String()
+	}
+	return &mirror.Cursors{
+		Store: e.opts.Cursors, Observer: e.opts.CursorObserver, Target: spec.UID, Resume: first,
+		Config: mirror.ConfigFingerprint(spec.Path, spec.Worker.String(), spec.Source, spec.Encryption.Fingerprint(),
+			strings.Join(secrets, ",")),
+	}
 }
 
 // keepEncryptor reuses the running encryptor when the keys did not change

@@ -29,6 +29,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/kubescheme"
 	"github.com/configbutler/gitops-reverser/internal/metrics"
 	"github.com/configbutler/gitops-reverser/internal/redisconn"
+	"github.com/configbutler/gitops-reverser/internal/redisstore"
 )
 
 // Options are the operator's settings.
@@ -130,10 +131,16 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(engine.Options{
+	engineOpts := engine.Options{
 		LocalConfig: o.Config, Policy: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive},
 		BufferMax: o.BufferMax, Log: ctrl.Log.WithName("engine"), Metrics: m, Attribution: pipeline.engineAttribution(),
-	})
+	}
+	if redisClient != nil {
+		if err := useCursors(&engineOpts, redisClient, o.Redis, reg); err != nil {
+			return err
+		}
+	}
+	eng := engine.New(engineOpts)
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)
 	}
@@ -229,6 +236,17 @@ func setupRedis(mgr ctrl.Manager, o *redisconn.Options) (*goredis.Client, error)
 		return nil, fmt.Errorf("adding the Redis readiness check: %w", err)
 	}
 	return client, nil
+}
+
+// useCursors has the engine keep the watches' resume cursors in Redis.
+func useCursors(opts *engine.Options, client *goredis.Client, o *redisconn.Options, reg prometheus.Registerer) error {
+	rm := metrics.NewRedisMetrics()
+	if err := rm.Register(reg); err != nil {
+		return fmt.Errorf("registering Redis metrics: %w", err)
+	}
+	opts.Cursors = &redisstore.Cursors{Client: client, Prefix: o.Prefix()}
+	opts.CursorObserver = rm
+	return nil
 }
 
 func orDefault(s, def string) string {
