@@ -65,7 +65,7 @@ func defaultFlags() flags {
 	}
 	return flags{metricsAddr: ":8080", probeAddr: ":8081", leaderElect: true, operatorNamespace: ns,
 		branchBufferMaxSize: "8Mi", targetResync: 30 * time.Second, redis: redisFlags{keyPrefix: redisconn.DefaultKeyPrefix},
-		attribution: attributionFlags{enabled: true, transport: operator.TransportMemory, bindAddress: ":9444",
+		attribution: attributionFlags{enabled: true, bindAddress: ":9444",
 			grace: operator.DefaultAttributionGrace, factTTL: operator.DefaultFactTTL, replicas: 1}}
 }
 
@@ -87,7 +87,8 @@ func (a *attributionFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&a.enabled, "author-attribution", a.enabled,
 		"Name the Kubernetes actor of each live change as its commit's author, from the API server's audit events (docs/attribution.md).")
 	fs.StringVar(&a.transport, "author-attribution-transport", a.transport,
-		"How attribution facts travel: memory (in process, one replica).")
+		"How attribution facts travel: redis (Redis Streams; facts survive a restart; needs --redis-addr) or memory "+
+			"(in process, one replica). Default: redis when --redis-addr is set, memory otherwise.")
 	fs.StringVar(&a.routeAnnotationKey, "author-attribution-audit-route-annotation-key", a.routeAnnotationKey,
 		"Enables the bare /audit-webhook, where each audit event names its route in this annotation.")
 	fs.DurationVar(&a.grace, "author-attribution-grace", a.grace, "How long a live change waits for its audit fact before it is committed unresolved.")

@@ -31,6 +31,7 @@ func TestAttributionFamiliesCountWhatTheirObserverIsTold(t *testing.T) {
 	m.StreamGap(stream, 0)
 	m.FollowerError("memory", stream, nil)
 	m.FollowerLag("redis", 2*time.Second)
+	m.DecodeError(nil)
 
 	require.Equal(t, 3.0, testutil.ToFloat64(m.factOps.WithLabelValues("written")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.factOps.WithLabelValues("matched")))
@@ -41,5 +42,6 @@ func TestAttributionFamiliesCountWhatTheirObserverIsTold(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.gaps.WithLabelValues("prod/deployments.apps")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.followerErrs.WithLabelValues("memory")))
 	require.Equal(t, 1, testutil.CollectAndCount(m.followerLag), "one transport's lag")
+	require.Equal(t, 1.0, testutil.ToFloat64(m.decodeErrs))
 	require.Equal(t, 2*len(attribution.Tiers), testutil.CollectAndCount(m.wait), "every tier × event kind has a series")
 }

@@ -79,9 +79,12 @@ type Options struct {
 // naming each missing one.
 func Run(ctx context.Context, o Options) error {
 	if o.Attribution != nil {
-		if err := o.Attribution.check(); err != nil {
+		a := *o.Attribution
+		a.resolveTransport(o.Redis != nil)
+		if err := a.check(o.Redis != nil); err != nil {
 			return fmt.Errorf("author attribution: %w", err)
 		}
+		o.Attribution = &a
 	}
 	if ready, err := waitUntilStartable(ctx, o); !ready {
 		return err
@@ -127,7 +130,7 @@ func Run(ctx context.Context, o Options) error {
 	if redisClient != nil {
 		defer redisClient.Close()
 	}
-	pipeline, err := setupAttribution(mgr, o.Attribution, reg)
+	pipeline, err := setupAttribution(mgr, o.Attribution, o.Redis, reg)
 	if err != nil {
 		return err
 	}
