@@ -46,6 +46,7 @@ func variants() []variant {
 		{"noLeaderElection", "operator: {leaderElect: false, additionalSensitiveResources: [sealedsecrets.bitnami.com]}\n"},
 		{"serviceMonitor", "metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}\n"},
 		{"attribution", "attribution: {enabled: true}\n"},
+		{"redis", redisValues},
 	}
 }
 

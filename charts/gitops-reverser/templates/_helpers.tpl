@@ -73,8 +73,8 @@ the facts the first received.
 */}}
 {{- define "gitops-reverser.attributionChecks" -}}
 {{- if .Values.attribution.enabled -}}
-{{- if gt (int .Values.replicaCount) 1 -}}
-{{- fail (printf "attribution.enabled=true keeps audit facts in memory in one process (--author-attribution-transport=memory) and needs replicaCount: 1, not %v" .Values.replicaCount) -}}
+{{- if and (gt (int .Values.replicaCount) 1) (not .Values.redis.addr) -}}
+{{- fail (printf "attribution.enabled=true keeps audit facts in memory in one process (--author-attribution-transport=memory) and needs replicaCount: 1, not %v (or redis.addr, for the Redis transport)" .Values.replicaCount) -}}
 {{- end -}}
 {{- if and .Values.attribution.certManager.enabled (not (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
 {{- fail "attribution.certManager.enabled=true needs cert-manager (the cert-manager.io/v1 API) in the cluster; install it, or set it false and the chart generates the certificates" -}}
