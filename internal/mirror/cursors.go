@@ -58,8 +58,12 @@ type Cursors struct {
 // DefaultCursorInterval is how often a target stores its cursors.
 const DefaultCursorInterval = time.Second
 
-// cursorSaveTimeout bounds one store call.
-const cursorSaveTimeout = 5 * time.Second
+// cursorSaveTimeout bounds one store call; cursorLoadTimeout a stream's
+// read of its cursor at start.
+const (
+	cursorSaveTimeout = 5 * time.Second
+	cursorLoadTimeout = 2 * time.Second
+)
 
 // ConfigFingerprint hashes parts into a Cursors.Config.
 func ConfigFingerprint(parts ...string) string {
@@ -210,6 +214,10 @@ func (c *streamCursor) Load(ctx context.Context) (string, error) {
 	if !c.resume {
 		return "", nil
 	}
+	// Redis not answering must not hold the stream back for long: its
+	// replay is the fallback.
+	ctx, cancel := context.WithTimeout(ctx, cursorLoadTimeout)
+	defer cancel()
 	value, err := c.keeper.cfg.Store.Load(ctx, c.key)
 	if err != nil {
 		c.keeper.cfg.Observer.CursorError("load", err)
