@@ -106,6 +106,9 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 				return reconcile.Result{RequeueAfter: run.requeue}, nil
 			}
 			if errors.Is(err, engine.ErrNotStarted) {
+				// The engine reconciles the target again once it starts; the
+				// requeue is the fallback.
+				r.Engine.RetryWhenStarted(keyOf(&target))
 				return reconcile.Result{RequeueAfter: time.Second}, nil
 			}
 			return reconcile.Result{}, err

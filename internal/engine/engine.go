@@ -112,6 +112,13 @@ func (e *Engine) Start(ctx context.Context) error {
 	return nil
 }
 
+// RetryWhenStarted asks for target t to be reconciled as soon as the
+// engine starts: a reconcile that found it not started (it came first in
+// the manager's start, or this replica just became the leader) then does
+// not wait for its requeue. Before the start it only queues (merging with
+// any queued for t); once started it is an ordinary status refresh.
+func (e *Engine) RetryWhenStarted(t branch.TargetKey) { e.notify(t) }
+
 func (e *Engine) running() (context.Context, error) {
 	select {
 	case <-e.started:
