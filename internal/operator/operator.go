@@ -234,6 +234,7 @@ func setupRedis(mgr ctrl.Manager, o *redisconn.Options) (*goredis.Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
+	redisconn.UseLogger(ctrl.Log.WithName("redis"))
 	if err := mgr.AddReadyzCheck("redis", redisconn.Ready(client)); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("adding the Redis readiness check: %w", err)

@@ -14,8 +14,10 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -156,4 +158,25 @@ func Ready(client goredis.UniversalClient) func(*http.Request) error {
 		}
 		return nil
 	}
+}
+
+// loggerOnce guards go-redis's logger, a process global that its
+// connection pools read while they run: it is set once per process.
+var loggerOnce sync.Once
+
+// UseLogger routes go-redis's own messages to log, the first time it is
+// called in a process.
+func UseLogger(log logr.Logger) {
+	loggerOnce.Do(func() { goredis.SetLogger(Logger{Log: log}) })
+}
+
+// Logger carries go-redis's own messages (a failed dial, on every retry
+// while Redis is away) to log at V(1), instead of the standard logger's
+// unstructured lines on stderr. The readiness check and the metrics say
+// what matters.
+type Logger struct{ Log logr.Logger }
+
+// Printf implements go-redis's logging interface.
+func (l Logger) Printf(_ context.Context, format string, v ...any) {
+	l.Log.V(1).Info(fmt.Sprintf(format, v...))
 }
