@@ -23,7 +23,8 @@ type Cursor interface {
 // Why a stream with a cursor started from a replay instead
 // (Observer.ColdReplay).
 const (
-	// ColdNoCursor: no cursor was stored, or it expired.
+	// ColdNoCursor: no cursor was stored, it expired, or the cursor says
+	// this start must not resume (Load returned "").
 	ColdNoCursor = "no_cursor"
 	// ColdUnavailable: the cursor could not be read (Redis did not answer).
 	ColdUnavailable = "unavailable"
