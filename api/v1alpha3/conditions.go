@@ -215,8 +215,15 @@ const (
 	ReasonWindowMismatch = "WindowMismatch"
 	// ReasonAlreadyPresent: the changes were already in Git.
 	ReasonAlreadyPresent = "AlreadyPresent"
-	// ReasonFinalizeFailed: the commit or push failed; the message says why.
+	// ReasonFinalizeFailed: the commit or push failed, or the GitTarget is
+	// not mirrored; the message says why.
 	ReasonFinalizeFailed = "FinalizeFailed"
+	// ReasonFinalizeTimedOut: the branch worker never answered (it was
+	// replaced or stopped); the request is not left in progress forever.
+	ReasonFinalizeTimedOut = "FinalizeTimedOut"
+	// ReasonFinalizing: the request waits for its commit window to close
+	// and be pushed (on Reconciling).
+	ReasonFinalizing = "Finalizing"
 	// ReasonAdmissionRecordFound: the admission webhook named the submitter.
 	ReasonAdmissionRecordFound = "AdmissionRecordFound"
 	// ReasonAdmissionRecordMissing: no admission record; the request claims

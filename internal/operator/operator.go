@@ -21,6 +21,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/configbutler/gitops-reverser/internal/admission"
 	"github.com/configbutler/gitops-reverser/internal/controller"
 	"github.com/configbutler/gitops-reverser/internal/discovery"
 	"github.com/configbutler/gitops-reverser/internal/engine"
@@ -64,6 +65,12 @@ type Options struct {
 	// Attribution, when set, names the Kubernetes actor of each live change
 	// as its commit's author; nil is configured-author mode.
 	Attribution *AttributionOptions
+	// Admission, when set, serves the webhook that names CommitRequest
+	// submitters; nil leaves every CommitRequest without one.
+	Admission *AdmissionOptions
+	// CommitRequestRetention keeps a finished CommitRequest this long
+	// before deleting it; 24h when zero.
+	CommitRequestRetention time.Duration
 }
 
 // Run starts the operator and blocks until ctx ends. It first waits for
@@ -83,7 +90,11 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(o.Config, ctrl.Options{
+	webhooks, err := newAdmission(o.Config, o.Admission)
+	if err != nil {
+		return err
+	}
+	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
@@ -98,7 +109,11 @@ func Run(ctx context.Context, o Options) error {
 		// The informers keep metadata of every Secret and ConfigMap (to notice
 		// a credential fix); managed fields are most of that and never read.
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-	})
+	}
+	if webhooks != nil {
+		mgrOpts.WebhookServer = webhooks.server
+	}
+	mgr, err := ctrl.NewManager(o.Config, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
@@ -124,7 +139,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)
 	}
-	if err := setupControllers(mgr, eng, fm, o); err != nil {
+	if err := webhooks.start(ctx, mgr, reg); err != nil {
+		return err
+	}
+	if err := setupControllers(mgr, eng, fm, o, webhooks.lookup()); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -173,7 +191,7 @@ func ifNotEnded(ctx context.Context, err error) error {
 	return err
 }
 
-func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options) error {
+func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options, submitters admission.SubmitterLookup) error {
 	c, secrets := mgr.GetClient(), mgr.GetAPIReader()
 	forgeTransport := func(forge string, count *atomic.Int64) http.RoundTripper { return fm.Transport(forge, nil, count) }
 	// One set of pacers: the GitProviders' probes count what the GitTargets'
@@ -192,6 +210,8 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 			OperatorNamespace: o.OperatorNamespace}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
 		{"ClusterWatchRule", &controller.RuleReconciler{Client: c, Engine: eng, Cluster: true}},
+		{"CommitRequest", &controller.CommitRequestReconciler{Client: c, Engine: eng, Submitters: submitters,
+			Retention: o.CommitRequestRetention}},
 	}
 	for _, r := range reconcilers {
 		if err := r.setup.SetupWithManager(mgr); err != nil {

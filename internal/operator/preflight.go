@@ -42,13 +42,14 @@ func (a access) object() string {
 // per GitProvider, and reported in that object's status.
 func requiredAccess(o Options) []access {
 	var out []access
-	kinds := []string{"gitproviders", "gittargets", "watchrules", "clusterwatchrules", "clusterproviders"}
+	kinds := []string{"gitproviders", "gittargets", "watchrules", "clusterwatchrules", "clusterproviders", "commitrequests"}
 	for _, kind := range kinds {
 		for _, verb := range []string{"list", "watch"} {
 			out = append(out, access{verb: verb, group: v1alpha3.GroupVersion.Group, resource: kind})
 		}
 		out = append(out, access{verb: "patch", group: v1alpha3.GroupVersion.Group, resource: kind + "/status"})
 	}
+	out = append(out, access{verb: "delete", group: v1alpha3.GroupVersion.Group, resource: "commitrequests"})
 	for _, resource := range []string{"secrets", "configmaps", "namespaces"} {
 		out = append(out, access{verb: "list", resource: resource}, access{verb: "watch", resource: resource})
 	}
