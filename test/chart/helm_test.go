@@ -140,7 +140,13 @@ func TestTemplateDefaults(t *testing.T) {
 	oneOfKind(t, objs, "ClusterRole")
 	oneOfKind(t, objs, "ClusterRoleBinding")
 	oneOfKind(t, objs, "Role")
-	oneOfKind(t, objs, "Service")
+	require.Len(t, byKind(objs, "Service"), 2, "metrics and the admission webhook")
+	vwc := oneOfKind(t, objs, "ValidatingWebhookConfiguration")
+	hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
+	require.Len(t, hooks, 1)
+	hook := hooks[0].(map[string]any)
+	require.Equal(t, "Ignore", hook["failurePolicy"], "the webhook never blocks a request")
+	require.Equal(t, "/validate-operator-types", hook["clientConfig"].(map[string]any)["service"].(map[string]any)["path"])
 
 	d := oneOfKind(t, objs, "Deployment")
 	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
@@ -158,6 +164,9 @@ func TestTemplateDefaults(t *testing.T) {
 	require.Equal(t, "/readyz", c["readinessProbe"].(map[string]any)["httpGet"].(map[string]any)["path"])
 	require.Contains(t, c["args"], "--operator-namespace=$(POD_NAMESPACE)")
 	require.Contains(t, c["args"], "--leader-elect=true")
+	require.Contains(t, c["args"], "--admission-webhook-port=9443")
+	require.Contains(t, c["args"], "--admission-webhook-configuration=gr-gitops-reverser")
+	require.Contains(t, c["args"], "--admission-webhook-service-host=gr-gitops-reverser-admission.gitops-reverser.svc")
 	env := map[string]map[string]any{}
 	for _, e := range c["env"].([]any) {
 		env[e.(map[string]any)["name"].(string)] = e.(map[string]any)["valueFrom"].(map[string]any)

@@ -43,6 +43,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/* Name of the audit ingress's Service; the serving certificate names it. */}}
+{{- define "gitops-reverser.admissionService" -}}
+{{- printf "%s-admission" (include "gitops-reverser.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "gitops-reverser.auditService" -}}
 {{- printf "%s-audit" (include "gitops-reverser.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
