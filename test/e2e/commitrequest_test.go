@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -216,13 +217,14 @@ func TestARequestedCommitReplayedOverAMovedRemoteReportsTheReplayedSHA(t *testin
 // TestARequestWithoutAnAdmissionRecordStillCommits: the webhook is not
 // served (the API server's call fails, failurePolicy Ignore lets the
 // create through): AuthorAttributed=False, and in configured-author mode
-// the request still closes the window.
+// the request still closes the window. Once its retention passed it is
+// deleted.
 func TestARequestWithoutAnAdmissionRecordStillCommits(t *testing.T) {
 	m := newMirror(t, "cr-unreachable", "configmaps")
 	provider := v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "repo"}}
 	edit(t, &provider, func() { provider.Spec.Push.CommitWindow = &metav1.Duration{Duration: time.Minute} })
 	admissionWebhook(t, m.ns) // registered, never served
-	startOperator(t)
+	startOperatorWith(t, func(o *operator.Options) { o.CommitRequestRetention = 3 * time.Second })
 	waitReady(t, m.ns, m.target)
 	ctx := context.Background()
 	apply(t, configMap(m.ns, "plain", map[string]string{"v": "1"}))
@@ -233,4 +235,9 @@ func TestARequestWithoutAnAdmissionRecordStillCommits(t *testing.T) {
 	requireCondition(t, cr, v1alpha3.ConditionReady, metav1.ConditionTrue, v1alpha3.ReasonCommitted)
 	require.Equal(t, "saved without a submitter", lastMessage(t, m.repo))
 	require.Equal(t, head(t, m.repo), cr.Status.SHA)
+
+	eventually(t, "the finished request deleted after its retention", func() bool {
+		err := env.kube.Client().Get(ctx, client.ObjectKeyFromObject(&cr), &v1alpha3.CommitRequest{})
+		return apierrors.IsNotFound(err)
+	})
 }
