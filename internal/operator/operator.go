@@ -39,6 +39,11 @@ type Options struct {
 	LeaderElectionNamespace string
 	// OperatorNamespace holds remote kubeconfig Secrets and the leader Lease.
 	OperatorNamespace string
+	// CredentialNamespaces, when set, are the only namespaces (besides
+	// OperatorNamespace) whose Secrets the operator reads and watches: the
+	// namespaces of the GitProviders and GitTargets. Empty is every
+	// namespace, which needs Secret read access cluster-wide.
+	CredentialNamespaces []string
 	// BufferMax closes a commit window once it holds this many bytes.
 	BufferMax           int
 	AdditionalSensitive []schema.GroupResource
@@ -106,9 +111,13 @@ func Run(ctx context.Context, o Options) error {
 		// it held by then.
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation, RecoverPanic: &o.RecoverPanic},
-		// The informers keep metadata of every Secret and ConfigMap (to notice
-		// a credential fix); managed fields are most of that and never read.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// The informers keep metadata of Secrets (of the credential
+		// namespaces) and ConfigMaps, to notice a credential fix; managed
+		// fields are most of that and never read. Secret values are never
+		// cached: they are read with the APIReader when needed.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: secretCache(credentialNamespaces(o))},
+		Client: uncachedSecrets(),
 	}
 	if webhooks != nil {
 		mgrOpts.WebhookServer = webhooks.server

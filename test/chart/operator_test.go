@@ -26,10 +26,8 @@ func init() {
 	harness.SetLogger("CHART_TEST_LOG")
 }
 
-// startOperator runs the operator in process as the chart's ServiceAccount
-// (impersonated), with the flags the chart's Deployment passes, until the
-// returned stop is called.
-// operatorOptions run the operator as the ServiceAccount namespace/name.
+// operatorOptions run the operator as the ServiceAccount namespace/name
+// (impersonated), with the flags the chart's Deployment passes.
 func operatorOptions(namespace, serviceAccount string) operator.Options {
 	return operator.Options{
 		Config:             env.kube.ConfigAsServiceAccount(namespace, serviceAccount),
@@ -46,9 +44,16 @@ func operatorOptions(namespace, serviceAccount string) operator.Options {
 
 func startOperator(t *testing.T, namespace, serviceAccount string) (stop func() error) {
 	t.Helper()
+	return startOperatorWith(t, operatorOptions(namespace, serviceAccount))
+}
+
+// startOperatorWith runs the operator in process with opts until the
+// returned stop is called.
+func startOperatorWith(t *testing.T, opts operator.Options) (stop func() error) {
+	t.Helper()
 	c, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- operator.Run(c, operatorOptions(namespace, serviceAccount)) }()
+	go func() { done <- operator.Run(c, opts) }()
 	stopped := false
 	stop = func() error {
 		if stopped {
