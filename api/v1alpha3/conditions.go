@@ -70,6 +70,11 @@ const (
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonSecretNotFound: a referenced Secret, or a key in it, is missing.
 	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretNamespaceNotGranted: the object reads Secrets in a
+	// namespace the operator was not given (--credential-namespaces; the
+	// chart's rbac.credentialNamespaces) or whose Secrets its RBAC refuses;
+	// the message names the namespace and the chart value to set.
+	ReasonSecretNamespaceNotGranted = "SecretNamespaceNotGranted"
 )
 
 // GitTarget reasons.

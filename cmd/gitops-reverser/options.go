@@ -18,6 +18,7 @@ type flags struct {
 	metricsAddr, probeAddr, leaderElectionNS, operatorNamespace string
 	leaderElect                                                 bool
 	branchBufferMaxSize, additionalSensitive                    string
+	credentialNamespaces                                        string
 	targetResync                                                time.Duration
 	attribution                                                 attributionFlags
 	admission                                                   admissionFlags
@@ -61,6 +62,9 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.branchBufferMaxSize, "branch-buffer-max-size", f.branchBufferMaxSize, "A commit window closes once its writes hold this much YAML.")
 	fs.StringVar(&f.additionalSensitive, "additional-sensitive-resources", f.additionalSensitive,
 		"Comma-separated resource.group names (e.g. sealedsecrets.bitnami.com) written only encrypted, besides core Secrets.")
+	fs.StringVar(&f.credentialNamespaces, "credential-namespaces", f.credentialNamespaces,
+		"Comma-separated namespaces holding GitProviders and GitTargets: the only ones (with --operator-namespace) whose Secrets "+
+			"the operator reads and watches. Empty: every namespace, which needs Secret read access cluster-wide.")
 	fs.DurationVar(&f.targetResync, "target-resync-interval", f.targetResync, "How often a healthy GitTarget is checked again.")
 	fs.DurationVar(&f.commitRequestRetention, "commit-request-retention", f.commitRequestRetention,
 		"How long a finished CommitRequest is kept before it is deleted.")
@@ -140,7 +144,8 @@ func (f flags) options() (operator.Options, error) {
 	return operator.Options{
 		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, LeaderElect: f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS, OperatorNamespace: f.operatorNamespace,
-		BufferMax: int(q.Value()), AdditionalSensitive: sensitive, TargetResync: f.targetResync,
+		CredentialNamespaces: commaList(f.credentialNamespaces),
+		BufferMax:            int(q.Value()), AdditionalSensitive: sensitive, TargetResync: f.targetResync,
 		RecoverPanic: true, Attribution: f.attribution.options(), Admission: f.admission.options(),
 		CommitRequestRetention: f.commitRequestRetention,
 	}, nil

@@ -46,6 +46,10 @@ func variants() []variant {
 		{"noLeaderElection", "operator: {leaderElect: false, additionalSensitiveResources: [sealedsecrets.bitnami.com]}\n"},
 		{"serviceMonitor", "metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}\n"},
 		{"attribution", "attribution: {enabled: true}\n"},
+		{"credentialNamespaces", "rbac: {credentialNamespaces: [team-a, team-b], generateSigningKeys: true}\n"},
+		{"clusterWideSecrets", "rbac: {clusterWideSecrets: true, generateEncryptionKeys: true}\n"},
+		{"namespacedMirror", "rbac: {mirroredResources: [{apiGroups: [\"\"], resources: [configmaps]}, " +
+			"{apiGroups: [\"\"], resources: [secrets], namespaces: [team-a, team-b]}]}\n"},
 	}
 }
 
@@ -139,7 +143,7 @@ func TestTemplateDefaults(t *testing.T) {
 	oneOfKind(t, objs, "ServiceAccount")
 	oneOfKind(t, objs, "ClusterRole")
 	oneOfKind(t, objs, "ClusterRoleBinding")
-	oneOfKind(t, objs, "Role")
+	require.Len(t, byKind(objs, "Role"), 2, "the leader election Role and the release namespace's Secrets Role")
 	require.Len(t, byKind(objs, "Service"), 2, "metrics and the admission webhook")
 	vwc := oneOfKind(t, objs, "ValidatingWebhookConfiguration")
 	hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
@@ -230,6 +234,41 @@ func TestTemplateCredentialsVariants(t *testing.T) {
 	})
 }
 
+// TestTemplateSecretAccess checks where the chart grants Secret access: by
+// default only in the release namespace, per namespace for
+// rbac.credentialNamespaces (the Deployment's --credential-namespaces
+// naming the same), cluster-wide only with rbac.clusterWideSecrets, and a
+// mirrored type with namespaces only there.
+func TestTemplateSecretAccess(t *testing.T) {
+	all := map[string]string{}
+	for _, v := range variants() {
+		all[v.name] = v.values
+	}
+	const ns = "gitops-reverser"
+	cases := []struct {
+		variant           string
+		reads, writes     []string
+		credentialNSFlag  []string
+		mirroredSecretsIn []string
+	}{
+		{"defaults", []string{ns}, nil, []string{ns}, nil},
+		{"token", []string{ns, "team-a"}, nil, []string{ns, "team-a"}, nil}, // credentials.namespace
+		{"credentialNamespaces", []string{ns, "team-a", "team-b"}, []string{ns, "team-a", "team-b"}, []string{ns, "team-a", "team-b"}, nil},
+		{"clusterWideSecrets", []string{""}, []string{""}, nil, nil},
+		{"namespacedMirror", []string{ns}, nil, []string{ns}, []string{"team-a", "team-b"}},
+		{"mirrorAllTypes", []string{ns}, nil, []string{ns}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.variant, func(t *testing.T) {
+			objs := render(t, "gr", ns, all[tc.variant])
+			require.Equal(t, tc.reads, secretRules(objs, "[get list watch]"), "where Secrets are read")
+			require.Equal(t, tc.writes, secretRules(objs, "[create update]"), "where Secrets are written")
+			require.Equal(t, tc.credentialNSFlag, credentialNamespacesFlag(t, objs))
+			require.Equal(t, tc.mirroredSecretsIn, secretRules(objs, "[list watch]"), "where Secrets are mirrored")
+		})
+	}
+}
+
 func TestSchemaRefusesBadValues(t *testing.T) {
 	cases := []struct {
 		name, values string
@@ -274,17 +313,30 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-// grantsSecretWrites reports whether the ClusterRole lets the operator
-// create and update Secrets, which generating a signing or age key needs.
+// grantsSecretWrites reports whether the ClusterRole or a Role lets the
+// operator create and update Secrets, which generating a signing or age
+// key needs.
 func grantsSecretWrites(t *testing.T, objs []*unstructured.Unstructured) bool {
 	t.Helper()
-	rules, _, _ := unstructured.NestedSlice(oneOfKind(t, objs, "ClusterRole").Object, "rules")
-	for _, r := range rules {
-		rule := r.(map[string]any)
-		if fmt.Sprint(rule["apiGroups"]) == "[]" && fmt.Sprint(rule["resources"]) == "[secrets]" &&
-			fmt.Sprint(rule["verbs"]) == "[create update]" {
-			return true
+	return len(secretRules(objs, "[create update]")) > 0
+}
+
+// secretRules are the namespaces ("" for the ClusterRole) whose rules grant
+// verbs (as fmt prints them, "[get list watch]") on core Secrets.
+func secretRules(objs []*unstructured.Unstructured, verbs string) []string {
+	var where []string
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			if fmt.Sprint(rule["apiGroups"]) == "[]" && fmt.Sprint(rule["resources"]) == "[secrets]" &&
+				fmt.Sprint(rule["verbs"]) == verbs {
+				where = append(where, o.GetNamespace())
+			}
 		}
 	}
-	return false
+	return where
 }

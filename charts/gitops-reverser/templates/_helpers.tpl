@@ -85,3 +85,13 @@ the facts the first received.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The namespaces whose Secrets the operator reads, as a JSON list: the release
+namespace (remote kubeconfigs), credentials.namespace and
+rbac.credentialNamespaces, without duplicates, sorted.
+*/}}
+{{- define "gitops-reverser.credentialNamespaces" -}}
+{{- $all := concat (list .Release.Namespace (include "gitops-reverser.credentialsNamespace" .)) .Values.rbac.credentialNamespaces -}}
+{{- toJson ($all | uniq | sortAlpha) -}}
+{{- end -}}
