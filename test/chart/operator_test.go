@@ -22,9 +22,14 @@ import (
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
-// init keeps the operator's log quiet unless CHART_TEST_LOG=debug.
+// operatorLog holds every line the in-process operators logged, debug
+// level included, for the tests that scan it for Secret values.
+var operatorLog harness.SyncBuffer
+
+// init keeps the operator's log quiet unless CHART_TEST_LOG=debug, and
+// captures all of it in operatorLog.
 func init() {
-	harness.SetLogger("CHART_TEST_LOG")
+	harness.SetLoggerCapturing("CHART_TEST_LOG", &operatorLog)
 }
 
 // operatorOptions run the operator as the ServiceAccount namespace/name
