@@ -175,11 +175,13 @@ func TestSecretsAreReadOnlyInTheCredentialNamespaces(t *testing.T) {
 		ensureNamespace(t, ns)
 	}
 	install(t, objs)
+	create(t, localClusterProvider())
 	for _, ns := range []string{granted1, granted2, refused} {
 		_, err := env.git.CreateBareRepo(ns)
 		require.NoError(t, err)
 		provider, secret := tokenProvider(ns, "repo", ns, "git-credentials")
-		create(t, secret, provider)
+		create(t, secret, provider, &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: "clusters/" + ns}})
 	}
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: unrelated, Name: "database"},
 		StringData: map[string]string{"password": "lp-unrelated-s3cret"}})
@@ -214,6 +216,11 @@ func TestSecretsAreReadOnlyInTheCredentialNamespaces(t *testing.T) {
 	startOperator(t, objs, opNS, sa)
 	waitProviderReady(t, granted1, "repo")
 	waitProviderReady(t, granted2, "repo")
+	require.Eventually(t, func() bool {
+		c := meta.FindStatusCondition(targetConditions(t, granted1, "mirror"), v1alpha3.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue
+	}, 60*time.Second, 200*time.Millisecond, "a GitTarget in a credential namespace Ready; conditions: %+v",
+		targetConditions(t, granted1, "mirror"))
 
 	t.Run("a GitProvider outside them is told which value to set", func(t *testing.T) {
 		notGranted := waitProviderReason(t, refused, "repo", v1alpha3.ConditionReady, v1alpha3.ReasonSecretNamespaceNotGranted)
@@ -222,6 +229,14 @@ func TestSecretsAreReadOnlyInTheCredentialNamespaces(t *testing.T) {
 		require.Contains(t, notGranted.Message, "add "+refused+" to rbac.credentialNamespaces")
 		stalled := meta.FindStatusCondition(providerConditions(t, refused, "repo"), v1alpha3.ConditionStalled)
 		require.Equal(t, metav1.ConditionTrue, stalled.Status, "only a grant helps")
+
+		var validated *metav1.Condition
+		require.Eventually(t, func() bool {
+			validated = meta.FindStatusCondition(targetConditions(t, refused, "mirror"), v1alpha3.ConditionValidated)
+			return validated != nil && validated.Reason == v1alpha3.ReasonSecretNamespaceNotGranted
+		}, 60*time.Second, 200*time.Millisecond, "the GitTarget there too; conditions: %+v", targetConditions(t, refused, "mirror"))
+		require.Equal(t, metav1.ConditionFalse, validated.Status)
+		require.Contains(t, validated.Message, "add "+refused+" to rbac.credentialNamespaces")
 	})
 
 	t.Run("a read RBAC refuses names the namespace too", func(t *testing.T) {
