@@ -102,7 +102,7 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		}
 	}()
 	for _, step := range []func(context.Context, *targetRun) error{
-		r.checkSecretNamespace, r.validateProvider, r.validateBranchAndPath, r.connectSource, r.providerReady,
+		r.validateProvider, r.checkSecretNamespace, r.validateBranchAndPath, r.connectSource, r.providerReady,
 		r.workerSettings, r.resolveRules, r.encryption, r.mirror, r.reportRuntime,
 	} {
 		if err := step(ctx, run); err != nil {

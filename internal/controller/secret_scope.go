@@ -46,14 +46,15 @@ func (r *GitProviderReconciler) checkSecretNamespace(_ context.Context, run *pro
 	return stopped()
 }
 
-// checkSecretNamespace blocks a GitTarget in a namespace the operator was
-// not given (CredentialNamespaces): its provider's credentials and its age
-// key are there. Validated=False, reason SecretNamespaceNotGranted
-// (Stalled), the message names the namespace and the chart value; the
-// target is not mirrored.
+// checkSecretNamespace blocks a GitTarget that reads Secrets (its age key,
+// or its provider's credentials and signing key, all in its namespace) in
+// a namespace the operator was not given (CredentialNamespaces):
+// Validated=False, reason SecretNamespaceNotGranted (Stalled), the message
+// names the namespace and the chart value; the target is not mirrored. It
+// runs after validateProvider, which loads the provider.
 func (r *GitTargetReconciler) checkSecretNamespace(ctx context.Context, run *targetRun) error {
 	t := run.target
-	if secretsReadable(r.CredentialNamespaces, t.Namespace) {
+	if !targetReadsSecrets(t, run.provider) || secretsReadable(r.CredentialNamespaces, t.Namespace) {
 		return nil
 	}
 	r.Engine.RemoveTarget(ctx, keyOf(t))
@@ -79,4 +80,13 @@ func readsSecrets(provider *v1alpha3.GitProvider) bool {
 	return slices.ContainsFunc(credentialReferences(provider), func(ref string) bool {
 		return strings.HasPrefix(ref, referenceIndexValue(kindSecret, ""))
 	})
+}
+
+// targetReadsSecrets is true when the target has an age key Secret or its
+// provider references a Secret.
+func targetReadsSecrets(t *v1alpha3.GitTarget, provider *v1alpha3.GitProvider) bool {
+	if e := t.Spec.Encryption; e != nil && e.Age.SecretRef != nil {
+		return true
+	}
+	return readsSecrets(provider)
 }

@@ -237,6 +237,22 @@ func TestSecretsAreReadOnlyInTheCredentialNamespaces(t *testing.T) {
 		}, 60*time.Second, 200*time.Millisecond, "the GitTarget there too; conditions: %+v", targetConditions(t, refused, "mirror"))
 		require.Equal(t, metav1.ConditionFalse, validated.Status)
 		require.Contains(t, validated.Message, "add "+refused+" to rbac.credentialNamespaces")
+
+		// A provider without credentials and a target without an age key
+		// read no Secret there: they are not refused for it (the Git
+		// server then wants credentials).
+		public := &v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: refused, Name: "public"},
+			Spec: v1alpha3.GitProviderSpec{URL: env.git.HTTPURL(refused), Forge: &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGit},
+				AllowedBranches: []string{"main"}}}
+		create(t, public, &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: refused, Name: "public"},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "public"}, Branch: "main", Path: "clusters/public"}})
+		waitProviderReason(t, refused, "public", v1alpha3.ConditionReady, v1alpha3.ReasonUnauthorized)
+		require.Eventually(t, func() bool {
+			c := meta.FindStatusCondition(targetConditions(t, refused, "public"), v1alpha3.ConditionGitPathAccepted)
+			return c != nil && c.Reason == v1alpha3.ReasonGitProviderNotReady
+		}, 60*time.Second, 200*time.Millisecond, "the target without Secrets waits for its provider instead")
+		require.Equal(t, metav1.ConditionTrue,
+			meta.FindStatusCondition(targetConditions(t, refused, "public"), v1alpha3.ConditionValidated).Status)
 	})
 
 	t.Run("a read RBAC refuses names the namespace too", func(t *testing.T) {
