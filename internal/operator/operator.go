@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -99,26 +100,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	mgrOpts := ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:  o.ProbeAddr,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "gitops-reverser.configbutler.ai",
-		LeaderElectionNamespace: orDefault(o.LeaderElectionNamespace, o.OperatorNamespace),
-		// A stopping replica hands the lease over at once instead of making
-		// the next one wait for it to expire; the engine has committed what
-		// it held by then.
-		LeaderElectionReleaseOnCancel: true,
-		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation, RecoverPanic: &o.RecoverPanic},
-		// The informers keep metadata of Secrets (of the credential
-		// namespaces) and ConfigMaps, to notice a credential fix; managed
-		// fields are most of that and never read. Secret values are never
-		// cached: they are read with the APIReader when needed.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: secretCache(credentialNamespaces(o))},
-		Client: uncachedSecrets(),
-	}
+	mgrOpts := managerOptions(o, scheme)
 	if webhooks != nil {
 		mgrOpts.WebhookServer = webhooks.server
 	}
@@ -161,6 +143,31 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return mgr.Start(ctx)
+}
+
+// managerOptions configure the controller-runtime manager: leader election,
+// probes, metrics, and caches that hold no Secret value.
+func managerOptions(o Options, scheme *runtime.Scheme) ctrl.Options {
+	return ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "gitops-reverser.configbutler.ai",
+		LeaderElectionNamespace: orDefault(o.LeaderElectionNamespace, o.OperatorNamespace),
+		// A stopping replica hands the lease over at once instead of making
+		// the next one wait for it to expire; the engine has committed what
+		// it held by then.
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation, RecoverPanic: &o.RecoverPanic},
+		// The informers keep metadata of Secrets (of the credential
+		// namespaces) and ConfigMaps, to notice a credential fix; managed
+		// fields are most of that and never read. Secret values are never
+		// cached: they are read with the APIReader when needed.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: secretCache(credentialNamespaces(o))},
+		Client: uncachedSecrets(),
+	}
 }
 
 // waitUntilStartable waits for the API server and checks access while
