@@ -103,7 +103,16 @@ func (r *CommitRequestReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	base := cr.DeepCopy()
 	defer func() {
-		err = errors.Join(err, r.patchStatus(ctx, base, cr))
+		if perr := r.patchStatus(ctx, base, cr); perr != nil {
+			if apierrors.IsConflict(perr) && err == nil {
+				// The cache had not seen this reconcile's previous write
+				// yet (an answer can come back within one): run again on
+				// the fresh object instead of writing over it.
+				result = ctrl.Result{RequeueAfter: statusConflictRetry}
+				return
+			}
+			err = errors.Join(err, perr)
+		}
 	}()
 	cr.Status.ObservedGeneration = cr.Generation
 	conditions := newConditionSet(&cr.Status.Conditions, cr.Generation)
@@ -235,7 +244,7 @@ func (r *CommitRequestReconciler) patchStatus(ctx context.Context, base, cr *v1a
 	if equality.Semantic.DeepEqual(base.Status, cr.Status) {
 		return nil
 	}
-	err := r.Client.Status().Patch(ctx, cr, client.MergeFrom(base))
+	err := r.Client.Status().Patch(ctx, cr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patching the status of CommitRequest %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
