@@ -10,6 +10,7 @@ require (
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-github/v93 v93.0.0
+	github.com/google/uuid v1.6.0
 	github.com/hiddeco/sshsig v0.2.0
 	github.com/prometheus/client_golang v1.24.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -147,7 +148,6 @@ require (
 	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/google/s2a-go v0.1.9 // indirect
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/googleapis/enterprise-certificate-proxy v0.3.18 // indirect
 	github.com/googleapis/gax-go/v2 v2.23.0 // indirect
 	github.com/gosuri/uitable v0.0.4 // indirect

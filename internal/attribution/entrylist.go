@@ -1,10 +1,7 @@
 package attribution
 
 // link is an entry's place in one entryList.
-type link struct {
-	prev, next *entry
-	in         bool
-}
+type link struct{ prev, next *entry }
 
 // entryList is a doubly linked list threaded through one link of each
 // entry, oldest first. The index keeps three orders of its entries (all,
@@ -23,13 +20,13 @@ func (l *entryList) Front() *entry { return l.head }
 // Next is the entry after e in l, nil at the end.
 func (l *entryList) Next(e *entry) *entry { return l.at(e).next }
 
-// Contains reports whether e is in l.
-func (l *entryList) Contains(e *entry) bool { return l.at(e).in }
+// Contains reports whether e is in l: the head, or after another entry.
+func (l *entryList) Contains(e *entry) bool { return l.head == e || l.at(e).prev != nil }
 
 // PushBack appends e, which must not be in l.
 func (l *entryList) PushBack(e *entry) {
 	ln := l.at(e)
-	ln.prev, ln.next, ln.in = l.tail, nil, true
+	ln.prev, ln.next = l.tail, nil
 	if l.tail != nil {
 		l.at(l.tail).next = e
 	} else {
@@ -41,10 +38,10 @@ func (l *entryList) PushBack(e *entry) {
 
 // Remove takes e out of l; an e not in l is left alone.
 func (l *entryList) Remove(e *entry) {
-	ln := l.at(e)
-	if !ln.in {
+	if !l.Contains(e) {
 		return
 	}
+	ln := l.at(e)
 	if ln.prev != nil {
 		l.at(ln.prev).next = ln.next
 	} else {

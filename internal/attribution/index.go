@@ -28,7 +28,9 @@ const (
 // match wins, within its stream (audit route, group/resource):
 //
 //   - (uid, rv) and (uid) together when it has both, else (uid), else
-//     (rv), else (namespace, name); last writer wins per key, by stage time;
+//     (rv), else (namespace, name); by stage time, the earliest writer
+//     keeps a key that names a version ((uid, rv), (rv)) and the latest
+//     the others;
 //   - a removal (a delete with a uid, or a uid in a deletecollection's
 //     set) also takes the uid's sticky removal slot, which write facts
 //     never reach and the TTL does not bound (only the caps do): the
@@ -65,61 +67,6 @@ type Index struct {
 	waitMu  sync.Mutex
 	waiters map[waitKey]map[*waiter]struct{}
 }
-
-// slotKind names one of the TTL'd last-writer-wins key spaces.
-type slotKind uint8
-
-const (
-	slotUIDRV slotKind = iota
-	slotUID
-	slotRV
-	slotName
-	// slotNamespace is a waiter key only: collections filed for the scope
-	// tier live in streamIndex.collections.
-	slotNamespace
-)
-
-type slotKey struct {
-	kind slotKind
-	a, b string
-}
-
-func uidRVKey(uid, rv string) slotKey { return slotKey{kind: slotUIDRV, a: uid, b: rv} }
-func uidKey(uid string) slotKey       { return slotKey{kind: slotUID, a: uid} }
-func rvKey(rv string) slotKey         { return slotKey{kind: slotRV, a: rv} }
-func nameKey(namespace, name string) slotKey {
-	return slotKey{kind: slotName, a: namespace, b: name}
-}
-func namespaceKey(namespace string) slotKey { return slotKey{kind: slotNamespace, a: namespace} }
-
-type streamIndex struct {
-	key   facts.StreamKey
-	slots map[slotKey]*entry
-	// removals is the sticky slot: uid → the earliest removal naming it.
-	removals map[string]*entry
-	// collections are the deletecollections without a uid set, by namespace.
-	collections map[string][]*entry
-	byAuditID   map[string]*entry
-	// order holds the stream's entries, oldest applied first (the type cap).
-	order entryList
-}
-
-// entry is one applied fact and the places it is filed.
-type entry struct {
-	fact    record
-	stream  *streamIndex
-	expires time.Time
-	// slots are the TTL'd keys it was filed under; it may since have lost
-	// some of them to a later writer.
-	slots []slotKey
-	// removalUIDs are the uids whose sticky slot it was put in.
-	removalUIDs []string
-	// held counts the places that still point at it; at zero it is gone.
-	held                 int
-	all, inStream, inTTL link
-}
-
-func (e *entry) expired(now time.Time) bool { return !now.Before(e.expires) }
 
 func (x *Index) ttl() time.Duration {
 	if x.TTL > 0 {
@@ -184,8 +131,7 @@ func (x *Index) stream(key facts.StreamKey) *streamIndex {
 	}
 	s := x.streams[key]
 	if s == nil {
-		s = &streamIndex{key: key, slots: map[slotKey]*entry{}, removals: map[string]*entry{},
-			collections: map[string][]*entry{}, byAuditID: map[string]*entry{}, order: entryList{at: streamLink}}
+		s = newStreamIndex(key, x.ttl())
 		x.streams[key] = s
 	}
 	return s
@@ -194,11 +140,14 @@ func (x *Index) stream(key facts.StreamKey) *streamIndex {
 // file files one fact and returns the waiter keys it may answer; false
 // when the fact was a duplicate or had no key to be read by.
 func (x *Index) file(s *streamIndex, f facts.Fact, now time.Time) ([]slotKey, bool) {
-	if f.AuditID != "" && s.byAuditID[f.AuditID] != nil {
+	e := &entry{record: x.record(f, now), stream: s, uid: f.UID}
+	if f.AuditID != "" && s.holds(f, e.id) {
 		return nil, false
 	}
-	e := &entry{fact: x.record(f), stream: s, expires: stageOr(f.Stage, now).Add(x.ttl())}
-	live := !e.expired(now)
+	if f.IsRemoval() {
+		e.flags |= isRemoval
+	}
+	live := !s.expired(e, now)
 	var woken []slotKey
 
 	switch {
@@ -212,9 +161,7 @@ func (x *Index) file(s *streamIndex, f facts.Fact, now time.Time) ([]slotKey, bo
 		// object outside its set was not deleted by it, so only one
 		// without a set is matched by scope.
 		if len(f.Collection.UIDs) == 0 && live {
-			s.collections[f.Namespace] = append(s.collections[f.Namespace], e)
-			e.held++
-			e.slots = append(e.slots, namespaceKey(f.Namespace))
+			s.fileScope(f.Namespace, e)
 			woken = append(woken, namespaceKey(f.Namespace))
 		}
 	default:
@@ -222,92 +169,46 @@ func (x *Index) file(s *streamIndex, f facts.Fact, now time.Time) ([]slotKey, bo
 			woken = append(woken, uidKey(f.UID))
 		}
 		if live {
-			for _, k := range strongestKeys(f) {
-				if x.takeSlot(s, k, e) {
-					woken = append(woken, k)
-				}
-			}
+			woken = append(woken, x.fileStrongest(s, f, e)...)
 		}
 	}
 	if e.held == 0 {
 		return nil, false
 	}
-	if f.AuditID != "" {
-		s.byAuditID[f.AuditID] = e
-	}
 	x.order.PushBack(e)
 	s.order.PushBack(e)
-	if len(e.slots) > 0 {
+	if e.flags&ttlSlots != 0 {
 		x.ttlOrder.PushBack(e)
 	}
 	return woken, true
 }
 
-// strongestKeys are the keys a write or delete fact is filed under: the
-// strongest it has, first match wins; (uid, rv) brings (uid) along.
-func strongestKeys(f facts.Fact) []slotKey {
+// fileStrongest files a write or delete fact under the strongest keys it
+// has, first match wins: (uid, rv) with (uid), else (uid), else (rv), else
+// (namespace, name). It returns the keys it took.
+func (x *Index) fileStrongest(s *streamIndex, f facts.Fact, e *entry) []slotKey {
+	var took []slotKey
 	switch {
-	case f.UID != "" && f.ResourceVersion != "":
-		return []slotKey{uidRVKey(f.UID, f.ResourceVersion), uidKey(f.UID)}
 	case f.UID != "":
-		return []slotKey{uidKey(f.UID)}
+		e.ref = f.ResourceVersion
+		if f.ResourceVersion != "" && x.takeVersion(s, e) {
+			took = append(took, uidRVKey(f.UID, f.ResourceVersion))
+		}
+		if x.takeLatest(s, e) {
+			took = append(took, uidKey(f.UID))
+		}
 	case f.ResourceVersion != "":
-		return []slotKey{rvKey(f.ResourceVersion)}
+		e.ref = f.ResourceVersion
+		if x.takeKeyed(s.byVersion, e, inRV, versionWins) {
+			took = append(took, rvKey(f.ResourceVersion))
+		}
 	case f.Name != "":
-		return []slotKey{nameKey(f.Namespace, f.Name)}
-	}
-	return nil
-}
-
-func stageOr(stage, now time.Time) time.Time {
-	if stage.IsZero() {
-		return now
-	}
-	return stage
-}
-
-// takeSlot files e under k of s unless the fact there wins: under a key
-// that names a version ((uid, rv), rv) the earliest, elsewhere the latest
-// by stage time.
-func (x *Index) takeSlot(s *streamIndex, k slotKey, e *entry) bool {
-	if old := s.slots[k]; old != nil {
-		if !replaces(k, e.fact.Stage, old.fact.Stage) {
-			return false
+		e.ref = nameRef(f.Namespace, f.Name)
+		if x.takeKeyed(s.byName, e, inName, latestWins) {
+			took = append(took, nameKey(f.Namespace, f.Name))
 		}
-		x.release(old)
 	}
-	s.slots[k] = e
-	e.held++
-	e.slots = append(e.slots, k)
-	return true
-}
-
-// replaces is the decision whether a fact staged at stage takes key k from
-// one staged at held. A version is produced once, by the first write that
-// returned it: a no-op apply or patch (which the accept gate cannot tell
-// from a write, its event differs only in id and time) and a finalizer
-// removal return the version an earlier write produced, and must not take
-// its author. The other keys are last writer wins.
-func replaces(k slotKey, stage, held time.Time) bool {
-	if k.kind == slotUIDRV || k.kind == slotRV {
-		return stage.Before(held)
-	}
-	return !stage.Before(held)
-}
-
-// takeRemoval puts e in uid's sticky slot of s unless an earlier removal
-// holds it.
-func (x *Index) takeRemoval(s *streamIndex, uid string, e *entry) bool {
-	if old := s.removals[uid]; old != nil {
-		if !e.fact.Stage.Before(old.fact.Stage) {
-			return false
-		}
-		x.release(old)
-	}
-	s.removals[uid] = e
-	e.held++
-	e.removalUIDs = append(e.removalUIDs, uid)
-	return true
+	return took
 }
 
 // release is called when a later fact took one of old's places; a fact
@@ -322,52 +223,21 @@ func (x *Index) release(old *entry) {
 // drop forgets e everywhere.
 func (x *Index) drop(e *entry) {
 	x.unfileTTL(e)
-	s := e.stream
-	for _, uid := range e.removalUIDs {
-		if s.removals[uid] == e {
-			delete(s.removals, uid)
-		}
-	}
+	e.stream.unfileRemovals(e)
 	x.forget(e)
 }
 
 // unfileTTL takes e out of the TTL'd keys (not the sticky slot).
 func (x *Index) unfileTTL(e *entry) {
-	s := e.stream
-	for _, k := range e.slots {
-		if k.kind == slotNamespace {
-			s.collections[k.a] = removeEntry(s.collections[k.a], e)
-			if len(s.collections[k.a]) == 0 {
-				delete(s.collections, k.a)
-			}
-			continue
-		}
-		if s.slots[k] == e {
-			delete(s.slots, k)
-		}
-	}
-	e.slots = nil
+	e.stream.unfileTTL(e)
 	x.ttlOrder.Remove(e)
 }
 
 // forget removes e from the bookkeeping once nothing points at it.
 func (x *Index) forget(e *entry) {
-	s := e.stream
-	if e.fact.AuditID != "" && s.byAuditID[e.fact.AuditID] == e {
-		delete(s.byAuditID, e.fact.AuditID)
-	}
 	x.ttlOrder.Remove(e)
 	x.order.Remove(e)
-	s.order.Remove(e)
-}
-
-func removeEntry(es []*entry, e *entry) []*entry {
-	for i, c := range es {
-		if c == e {
-			return append(es[:i], es[i+1:]...)
-		}
-	}
-	return es
+	e.stream.order.Remove(e)
 }
 
 // enforceCaps evicts the oldest facts of s past the per-type cap, then the
@@ -387,7 +257,7 @@ func (x *Index) enforceCaps(s *streamIndex) {
 // first live one; Sweep finds the rest.
 func (x *Index) trimExpired(now time.Time) {
 	for e := x.ttlOrder.Front(); e != nil; e = x.ttlOrder.Front() {
-		if !e.expired(now) {
+		if !e.stream.expired(e, now) {
 			return
 		}
 		x.expire(e)
@@ -398,13 +268,7 @@ func (x *Index) trimExpired(now time.Time) {
 // holds a sticky removal slot.
 func (x *Index) expire(e *entry) {
 	x.unfileTTL(e)
-	e.held = 0
-	s := e.stream
-	for _, uid := range e.removalUIDs {
-		if s.removals[uid] == e {
-			e.held++
-		}
-	}
+	e.held = e.stream.removalsHeld(e)
 	if e.held == 0 {
 		x.forget(e)
 		x.observer().Evicted(EvictedExpired)
@@ -417,7 +281,7 @@ func (x *Index) Sweep() {
 	now := x.clock().Now()
 	for e := x.ttlOrder.Front(); e != nil; {
 		next := x.ttlOrder.Next(e)
-		if e.expired(now) {
+		if e.stream.expired(e, now) {
 			x.expire(e)
 		}
 		e = next

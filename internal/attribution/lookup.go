@@ -40,29 +40,47 @@ func (x *Index) lookup(q Query, grace time.Duration) (hit, fallback *match) {
 	return s.lookupWrite(q, now), nil
 }
 
-// slot is the live fact under k, if any: expiry is checked here, on read.
-func (s *streamIndex) slot(k slotKey, now time.Time) *entry {
-	if e := s.slots[k]; e != nil && !e.expired(now) {
-		return e
+// version, latest, byRV and named are the live facts under the TTL'd
+// keys, if any.
+func (s *streamIndex) version(uid, rv string, now time.Time) *entry {
+	for v := s.objects[uid].versions; v != nil; v = v.nextVersion {
+		if v.ref == rv {
+			return s.live(v, now)
+		}
 	}
 	return nil
 }
 
+func (s *streamIndex) latest(uid string, now time.Time) *entry {
+	return s.live(s.objects[uid].latest, now)
+}
+
+func (s *streamIndex) byRV(rv string, now time.Time) *entry {
+	return s.live(s.byVersion[rv], now)
+}
+
+func (s *streamIndex) named(namespace, name string, now time.Time) *entry {
+	if len(s.byName) == 0 {
+		return nil
+	}
+	return s.live(s.byName[nameRef(namespace, name)], now)
+}
+
 func (s *streamIndex) lookupRemoval(q Query, now time.Time, grace time.Duration) (hit, fallback *match) {
 	if q.UID != "" {
-		if e := s.removals[q.UID]; e != nil {
-			if e.fact.Collection != nil {
-				return &match{tier: TierDeleteCollectionUID, fact: e.fact}, nil
+		if e := s.objects[q.UID].removal; e != nil {
+			if e.Collection != nil {
+				return &match{tier: TierDeleteCollectionUID, fact: e.record}, nil
 			}
-			return &match{tier: TierDeleteSticky, fact: e.fact}, nil
+			return &match{tier: TierDeleteSticky, fact: e.record}, nil
 		}
 	}
 	// Ladder order past the sticky slot: name, latest (a write fact, held),
 	// deletecollection_scope, resource_version. A delete fact with a uid is
 	// always in the sticky slot, so latest never finds one the slot missed.
 	hold := func(tier Tier, e *entry) *match {
-		m := &match{tier: tier, fact: e.fact}
-		if e.fact.IsRemoval() {
+		m := &match{tier: tier, fact: e.record}
+		if e.IsRemoval() {
 			return m
 		}
 		if fallback == nil {
@@ -71,14 +89,14 @@ func (s *streamIndex) lookupRemoval(q Query, now time.Time, grace time.Duration)
 		return nil
 	}
 	if q.Name != "" {
-		if e := s.slot(nameKey(q.Namespace, q.Name), now); e != nil {
+		if e := s.named(q.Namespace, q.Name, now); e != nil {
 			if m := hold(TierName, e); m != nil {
 				return m, nil
 			}
 		}
 	}
 	if q.UID != "" {
-		if e := s.slot(uidKey(q.UID), now); e != nil {
+		if e := s.latest(q.UID, now); e != nil {
 			if m := hold(TierLatest, e); m != nil {
 				return m, nil
 			}
@@ -88,7 +106,7 @@ func (s *streamIndex) lookupRemoval(q Query, now time.Time, grace time.Duration)
 		return &match{tier: TierDeleteCollectionScope, fact: f}, nil
 	}
 	if q.ResourceVersion != "" {
-		if e := s.slot(rvKey(q.ResourceVersion), now); e != nil {
+		if e := s.byRV(q.ResourceVersion, now); e != nil {
 			if m := hold(TierResourceVersion, e); m != nil {
 				return m, nil
 			}
@@ -102,26 +120,26 @@ func (s *streamIndex) lookupWrite(q Query, now time.Time) *match {
 	if exactCapable {
 		// Any fact that produced this version, a delete that set the
 		// deletionTimestamp included: its actor made what the event shows.
-		if e := s.slot(uidRVKey(q.UID, q.ResourceVersion), now); e != nil {
-			return &match{tier: TierExact, fact: e.fact}
+		if e := s.version(q.UID, q.ResourceVersion, now); e != nil {
+			return &match{tier: TierExact, fact: e.record}
 		}
 	}
 	if q.Name != "" {
 		// Only facts without a uid are filed by name. A removal there is
 		// an earlier incarnation's end, not this write.
-		if e := s.slot(nameKey(q.Namespace, q.Name), now); e != nil && !e.fact.IsRemoval() {
-			return &match{tier: TierName, fact: e.fact}
+		if e := s.named(q.Namespace, q.Name, now); e != nil && !e.IsRemoval() {
+			return &match{tier: TierName, fact: e.record}
 		}
 	}
 	if q.UID != "" && !exactCapable {
-		if e := s.slot(uidKey(q.UID), now); e != nil && !e.fact.IsRemoval() {
-			return &match{tier: TierLatest, fact: e.fact}
+		if e := s.latest(q.UID, now); e != nil && !e.IsRemoval() {
+			return &match{tier: TierLatest, fact: e.record}
 		}
 	}
 	if q.ResourceVersion != "" {
 		// Facts without a uid, for exactly this version.
-		if e := s.slot(rvKey(q.ResourceVersion), now); e != nil {
-			return &match{tier: TierResourceVersion, fact: e.fact}
+		if e := s.byRV(q.ResourceVersion, now); e != nil {
+			return &match{tier: TierResourceVersion, fact: e.record}
 		}
 	}
 	return nil
@@ -143,13 +161,13 @@ func (s *streamIndex) coveringCollection(q Query, now time.Time, grace time.Dura
 	}
 	for _, ns := range namespaces {
 		for _, e := range s.collections[ns] {
-			if e.expired(now) || !withinGrace(e.fact.Stage, at, grace) || !covers(e.fact.Collection, q) {
+			if s.expired(e, now) || !withinGrace(e.Stage(), at, grace) || !covers(e.Collection, q) {
 				continue
 			}
-			if found != nil && found.fact.Actor.Username != e.fact.Actor.Username {
+			if found != nil && found.Actor.Username != e.Actor.Username {
 				return record{}, false
 			}
-			if found == nil || found.fact.Stage.Before(e.fact.Stage) {
+			if found == nil || found.stage < e.stage {
 				found = e
 			}
 		}
@@ -157,7 +175,7 @@ func (s *streamIndex) coveringCollection(q Query, now time.Time, grace time.Dura
 	if found == nil {
 		return record{}, false
 	}
-	return found.fact, true
+	return found.record, true
 }
 
 func withinGrace(stage, at time.Time, grace time.Duration) bool {

@@ -164,7 +164,7 @@ func (r *Resolver) Resolve(ctx context.Context, q Query) Resolution {
 	}
 	res := Resolution{Tier: TierAbsent, Waited: c.Since(start)}
 	if hit != nil {
-		res.Tier, res.Actor, res.AuditID = hit.tier, *hit.fact.Actor, hit.fact.AuditID
+		res.Tier, res.Actor, res.AuditID = hit.tier, *hit.fact.Actor, hit.fact.AuditID()
 	}
 	r.observer().Resolved(q, res)
 	return res

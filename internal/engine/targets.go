@@ -274,3 +274,28 @@ func (o *targetObserver) StreamObserver() watch.Observer {
 func targetObject(t branch.TargetKey) *v1alpha3.GitTarget {
 	return &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}
 }
+
+// ErrTargetNotMirrored: a CommitRequest names a GitTarget the engine does
+// not mirror (not Ready yet, or gone).
+var ErrTargetNotMirrored = errors.New("the GitTarget is not being mirrored")
+
+// AttachCommitRequest hands a CommitRequest to its target's branch worker.
+// In configured-author mode every window is the committer's and names
+// nobody, so the request claims no actor there whoever submitted it: the
+// submitter still shows on the CommitRequest, but no window could be told
+// apart by author.
+func (e *Engine) AttachCommitRequest(ctx context.Context, r *branch.Request) error {
+	if _, err := e.running(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	entry := e.targets[r.Target]
+	e.mu.Unlock()
+	if entry == nil {
+		return ErrTargetNotMirrored
+	}
+	if e.opts.Attribution == nil {
+		r.Submitter = nil
+	}
+	return entry.worker.Attach(ctx, r)
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -22,6 +23,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/configbutler/gitops-reverser/internal/admission"
 	"github.com/configbutler/gitops-reverser/internal/controller"
 	"github.com/configbutler/gitops-reverser/internal/discovery"
 	"github.com/configbutler/gitops-reverser/internal/engine"
@@ -41,6 +43,11 @@ type Options struct {
 	LeaderElectionNamespace string
 	// OperatorNamespace holds remote kubeconfig Secrets and the leader Lease.
 	OperatorNamespace string
+	// CredentialNamespaces, when set, are the only namespaces (besides
+	// OperatorNamespace) whose Secrets the operator reads and watches: the
+	// namespaces of the GitProviders and GitTargets. Empty is every
+	// namespace, which needs Secret read access cluster-wide.
+	CredentialNamespaces []string
 	// BufferMax closes a commit window once it holds this many bytes.
 	BufferMax           int
 	AdditionalSensitive []schema.GroupResource
@@ -71,6 +78,12 @@ type Options struct {
 	// transport, attribution facts) are kept; the pod is not ready until it
 	// answers. Nil runs without Redis: watches cold-replay on restart.
 	Redis *redisconn.Options
+	// Admission, when set, serves the webhook that names CommitRequest
+	// submitters; nil leaves every CommitRequest without one.
+	Admission *AdmissionOptions
+	// CommitRequestRetention keeps a finished CommitRequest this long
+	// before deleting it; 24h when zero.
+	CommitRequestRetention time.Duration
 }
 
 // Run starts the operator and blocks until ctx ends. It first waits for
@@ -93,22 +106,15 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(o.Config, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:  o.ProbeAddr,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "gitops-reverser.configbutler.ai",
-		LeaderElectionNamespace: orDefault(o.LeaderElectionNamespace, o.OperatorNamespace),
-		// A stopping replica hands the lease over at once instead of making
-		// the next one wait for it to expire; the engine has committed what
-		// it held by then.
-		LeaderElectionReleaseOnCancel: true,
-		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation, RecoverPanic: &o.RecoverPanic},
-		// The informers keep metadata of every Secret and ConfigMap (to notice
-		// a credential fix); managed fields are most of that and never read.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-	})
+	webhooks, err := newAdmission(o.Config, o.Admission)
+	if err != nil {
+		return err
+	}
+	mgrOpts := managerOptions(o, scheme)
+	if webhooks != nil {
+		mgrOpts.WebhookServer = webhooks.server
+	}
+	mgr, err := ctrl.NewManager(o.Config, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
@@ -147,7 +153,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)
 	}
-	if err := setupControllers(mgr, eng, fm, o); err != nil {
+	if err := webhooks.start(ctx, mgr, reg); err != nil {
+		return err
+	}
+	if err := setupControllers(mgr, eng, fm, o, webhooks.lookup()); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -157,6 +166,31 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return mgr.Start(ctx)
+}
+
+// managerOptions configure the controller-runtime manager: leader election,
+// probes, metrics, and caches that hold no Secret value.
+func managerOptions(o Options, scheme *runtime.Scheme) ctrl.Options {
+	return ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "gitops-reverser.configbutler.ai",
+		LeaderElectionNamespace: orDefault(o.LeaderElectionNamespace, o.OperatorNamespace),
+		// A stopping replica hands the lease over at once instead of making
+		// the next one wait for it to expire; the engine has committed what
+		// it held by then.
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation, RecoverPanic: &o.RecoverPanic},
+		// The informers keep metadata of Secrets (of the credential
+		// namespaces) and ConfigMaps, to notice a credential fix; managed
+		// fields are most of that and never read. Secret values are never
+		// cached: they are read with the APIReader when needed.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: secretCache(credentialNamespaces(o))},
+		Client: uncachedSecrets(),
+	}
 }
 
 // waitUntilStartable waits for the API server and checks access while
@@ -196,7 +230,7 @@ func ifNotEnded(ctx context.Context, err error) error {
 	return err
 }
 
-func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options) error {
+func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options, submitters admission.SubmitterLookup) error {
 	c, secrets := mgr.GetClient(), mgr.GetAPIReader()
 	forgeTransport := func(forge string, count *atomic.Int64) http.RoundTripper { return fm.Transport(forge, nil, count) }
 	// One set of pacers: the GitProviders' probes count what the GitTargets'
@@ -207,14 +241,17 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 		setup interface{ SetupWithManager(ctrl.Manager) error }
 	}{
 		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport,
-			Pacers: pacers, BudgetRefreshDelay: o.ProviderBudgetRefresh}},
-		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Engine: eng, LocalConfig: o.Config,
+			Pacers: pacers, BudgetRefreshDelay: o.ProviderBudgetRefresh, CredentialNamespaces: credentialNamespaces(o)}},
+		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, CredentialNamespaces: credentialNamespaces(o),
+			Engine: eng, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
 			ForgeTransport: forgeTransport, Pacers: pacers, Events: mgr.GetEventRecorder("gitops-reverser")}},
 		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
 		{"ClusterWatchRule", &controller.RuleReconciler{Client: c, Engine: eng, Cluster: true}},
+		{"CommitRequest", &controller.CommitRequestReconciler{Client: c, Engine: eng, Submitters: submitters,
+			Retention: o.CommitRequestRetention}},
 	}
 	for _, r := range reconcilers {
 		if err := r.setup.SetupWithManager(mgr); err != nil {

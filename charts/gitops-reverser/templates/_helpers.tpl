@@ -43,6 +43,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/* Name of the audit ingress's Service; the serving certificate names it. */}}
+{{- define "gitops-reverser.admissionService" -}}
+{{- printf "%s-admission" (include "gitops-reverser.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "gitops-reverser.auditService" -}}
 {{- printf "%s-audit" (include "gitops-reverser.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
@@ -80,4 +84,14 @@ the facts the first received.
 {{- fail "attribution.certManager.enabled=true needs cert-manager (the cert-manager.io/v1 API) in the cluster; install it, or set it false and the chart generates the certificates" -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The namespaces whose Secrets the operator reads, as a JSON list: the release
+namespace (remote kubeconfigs), credentials.namespace and
+rbac.credentialNamespaces, without duplicates, sorted.
+*/}}
+{{- define "gitops-reverser.credentialNamespaces" -}}
+{{- $all := concat (list .Release.Namespace (include "gitops-reverser.credentialsNamespace" .)) .Values.rbac.credentialNamespaces -}}
+{{- toJson ($all | uniq | sortAlpha) -}}
 {{- end -}}
