@@ -47,6 +47,12 @@ test: test-binaries vet ## Run every test against the real components (concurren
 bench: test-binaries bench-attribution ## Run the benchmarks
 	$(GO) test ./test/bench/ -run '^$$' -bench . -benchtime 1x -timeout 60m -v
 
+# Scenario H alone: a restart with nothing changed, without Redis and with
+# resume cursors (also part of make bench).
+.PHONY: bench-cursors
+bench-cursors: test-binaries ## Run the warm-restart benchmark (resume cursors in Redis)
+	$(GO) test ./test/bench/ -run '^$$' -bench '^BenchmarkRestartWithCursors$$' -benchtime 1x -timeout 30m -v
+
 # The attribution figures of docs/benchmarks.md: the audit ingress on one
 # core (events/s) and the fact index's heap per 100,000 facts.
 .PHONY: bench-attribution

@@ -70,6 +70,11 @@ const (
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonSecretNotFound: a referenced Secret, or a key in it, is missing.
 	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretNamespaceNotGranted: the object reads Secrets in a
+	// namespace the operator was not given (--credential-namespaces; the
+	// chart's rbac.credentialNamespaces) or whose Secrets its RBAC refuses;
+	// the message names the namespace and the chart value to set.
+	ReasonSecretNamespaceNotGranted = "SecretNamespaceNotGranted"
 )
 
 // GitTarget reasons.
@@ -216,8 +221,15 @@ const (
 	ReasonWindowMismatch = "WindowMismatch"
 	// ReasonAlreadyPresent: the changes were already in Git.
 	ReasonAlreadyPresent = "AlreadyPresent"
-	// ReasonFinalizeFailed: the commit or push failed; the message says why.
+	// ReasonFinalizeFailed: the commit or push failed, or the GitTarget is
+	// not mirrored; the message says why.
 	ReasonFinalizeFailed = "FinalizeFailed"
+	// ReasonFinalizeTimedOut: the branch worker never answered (it was
+	// replaced or stopped); the request is not left in progress forever.
+	ReasonFinalizeTimedOut = "FinalizeTimedOut"
+	// ReasonFinalizing: the request waits for its commit window to close
+	// and be pushed (on Reconciling).
+	ReasonFinalizing = "Finalizing"
 	// ReasonAdmissionRecordFound: the admission webhook named the submitter.
 	ReasonAdmissionRecordFound = "AdmissionRecordFound"
 	// ReasonAdmissionRecordMissing: no admission record; the request claims

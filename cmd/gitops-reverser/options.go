@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/internal/operator"
+	"github.com/configbutler/gitops-reverser/internal/redisconn"
 )
 
 // flags are the command line, turned into operator.Options by options().
@@ -18,8 +19,43 @@ type flags struct {
 	metricsAddr, probeAddr, leaderElectionNS, operatorNamespace string
 	leaderElect                                                 bool
 	branchBufferMaxSize, additionalSensitive                    string
+	credentialNamespaces                                        string
 	targetResync                                                time.Duration
 	attribution                                                 attributionFlags
+	redis                                                       redisFlags
+	admission                                                   admissionFlags
+	commitRequestRetention                                      time.Duration
+}
+
+// redisFlags say where Redis is; an empty address runs without it.
+type redisFlags struct {
+	addr, username, passwordFile, caFile, keyPrefix string
+}
+
+func (r *redisFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&r.addr, "redis-addr", r.addr,
+		"Redis or Valkey (standalone): redis://[user:password@]host:port[/db], rediss://... for TLS, or host:port. Empty runs without Redis (watches cold-replay on restart).")
+	fs.StringVar(&r.username, "redis-username", r.username, "Redis ACL user (overrides one in --redis-addr).")
+	fs.StringVar(&r.passwordFile, "redis-password-file", r.passwordFile,
+		"File holding the Redis password (a mounted Secret; read again on every new connection). $REDIS_PASSWORD is used when unset.")
+	fs.StringVar(&r.caFile, "redis-ca-file", r.caFile, "CA bundle (PEM) a rediss:// server's certificate is checked against; system roots when empty.")
+	fs.StringVar(&r.keyPrefix, "redis-key-prefix", r.keyPrefix, "Starts every Redis key the operator writes, one per installation sharing a Redis.")
+}
+
+// options is nil without --redis-addr.
+func (r redisFlags) options() *redisconn.Options {
+	if r.addr == "" {
+		return nil
+	}
+	return &redisconn.Options{Addr: r.addr, Username: r.username, Password: os.Getenv("REDIS_PASSWORD"),
+		PasswordFile: r.passwordFile, CAFile: r.caFile, KeyPrefix: r.keyPrefix}
+}
+
+// admissionFlags are the /validate-operator-types webhook's flags.
+type admissionFlags struct {
+	port                                        int
+	host, certDir, webhookConfiguration, server string
+	dnsNames                                    string
 }
 
 // attributionFlags are the audit attribution flags.
@@ -38,8 +74,9 @@ func defaultFlags() flags {
 		ns = "gitops-reverser"
 	}
 	return flags{metricsAddr: ":8080", probeAddr: ":8081", leaderElect: true, operatorNamespace: ns,
-		branchBufferMaxSize: "8Mi", targetResync: 30 * time.Second,
-		attribution: attributionFlags{enabled: true, transport: operator.TransportMemory, bindAddress: ":9444",
+		branchBufferMaxSize: "8Mi", targetResync: 30 * time.Second, commitRequestRetention: 24 * time.Hour,
+		redis: redisFlags{keyPrefix: redisconn.DefaultKeyPrefix},
+		attribution: attributionFlags{enabled: true, bindAddress: ":9444",
 			grace: operator.DefaultAttributionGrace, factTTL: operator.DefaultFactTTL, replicas: 1}}
 }
 
@@ -52,15 +89,56 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.branchBufferMaxSize, "branch-buffer-max-size", f.branchBufferMaxSize, "A commit window closes once its writes hold this much YAML.")
 	fs.StringVar(&f.additionalSensitive, "additional-sensitive-resources", f.additionalSensitive,
 		"Comma-separated resource.group names (e.g. sealedsecrets.bitnami.com) written only encrypted, besides core Secrets.")
+	fs.StringVar(&f.credentialNamespaces, "credential-namespaces", f.credentialNamespaces,
+		"Comma-separated namespaces holding GitProviders and GitTargets: the only ones (with --operator-namespace) whose Secrets "+
+			"the operator reads and watches. Empty: every namespace, which needs Secret read access cluster-wide.")
 	fs.DurationVar(&f.targetResync, "target-resync-interval", f.targetResync, "How often a healthy GitTarget is checked again.")
+	fs.DurationVar(&f.commitRequestRetention, "commit-request-retention", f.commitRequestRetention,
+		"How long a finished CommitRequest is kept before it is deleted.")
 	f.attribution.bind(fs)
+	f.redis.bind(fs)
+	f.admission.bind(fs)
+}
+
+func (a *admissionFlags) bind(fs *flag.FlagSet) {
+	fs.IntVar(&a.port, "admission-webhook-port", a.port,
+		"Port of the /validate-operator-types webhook (HTTPS) that names CommitRequest submitters; 0 serves none.")
+	fs.StringVar(&a.host, "admission-webhook-host", a.host, "Address the admission webhook binds to (default: all).")
+	fs.StringVar(&a.certDir, "admission-webhook-cert-dir", a.certDir,
+		"Directory with tls.crt and tls.key (e.g. a cert-manager Secret); empty issues a certificate from a CA the operator generates.")
+	fs.StringVar(&a.webhookConfiguration, "admission-webhook-configuration", a.webhookConfiguration,
+		"ValidatingWebhookConfiguration whose caBundle the operator keeps when it issues its own certificate.")
+	fs.StringVar(&a.server, "admission-webhook-service-host", a.server,
+		"Name (or IP) the API server calls the webhook by, for the operator's own certificate (e.g. <service>.<namespace>.svc).")
+	fs.StringVar(&a.dnsNames, "admission-webhook-dns-names", a.dnsNames, "Comma-separated further names for the operator's own certificate.")
+}
+
+// options is nil when the webhook is off.
+func (a admissionFlags) options() *operator.AdmissionOptions {
+	if a.port <= 0 {
+		return nil
+	}
+	return &operator.AdmissionOptions{Host: a.host, Port: a.port, CertDir: a.certDir,
+		WebhookConfiguration: a.webhookConfiguration, ServiceHost: a.server, DNSNames: commaList(a.dnsNames)}
+}
+
+// commaList is the non-empty items of a comma-separated flag.
+func commaList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 func (a *attributionFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&a.enabled, "author-attribution", a.enabled,
 		"Name the Kubernetes actor of each live change as its commit's author, from the API server's audit events (docs/attribution.md).")
 	fs.StringVar(&a.transport, "author-attribution-transport", a.transport,
-		"How attribution facts travel: memory (in process, one replica).")
+		"How attribution facts travel: redis (Redis Streams; facts survive a restart; needs --redis-addr) or memory "+
+			"(in process, one replica). Default: redis when --redis-addr is set, memory otherwise.")
 	fs.StringVar(&a.routeAnnotationKey, "author-attribution-audit-route-annotation-key", a.routeAnnotationKey,
 		"Enables the bare /audit-webhook, where each audit event names its route in this annotation.")
 	fs.DurationVar(&a.grace, "author-attribution-grace", a.grace, "How long a live change waits for its audit fact before it is committed unresolved.")
@@ -89,15 +167,15 @@ func (f flags) options() (operator.Options, error) {
 		return operator.Options{}, fmt.Errorf("--branch-buffer-max-size %q: %w", f.branchBufferMaxSize, err)
 	}
 	var sensitive []schema.GroupResource
-	for _, s := range strings.Split(f.additionalSensitive, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			sensitive = append(sensitive, schema.ParseGroupResource(s))
-		}
+	for _, s := range commaList(f.additionalSensitive) {
+		sensitive = append(sensitive, schema.ParseGroupResource(s))
 	}
 	return operator.Options{
 		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, LeaderElect: f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS, OperatorNamespace: f.operatorNamespace,
-		BufferMax: int(q.Value()), AdditionalSensitive: sensitive, TargetResync: f.targetResync,
-		RecoverPanic: true, Attribution: f.attribution.options(),
+		CredentialNamespaces: commaList(f.credentialNamespaces),
+		BufferMax:            int(q.Value()), AdditionalSensitive: sensitive, TargetResync: f.targetResync,
+		RecoverPanic: true, Attribution: f.attribution.options(), Admission: f.admission.options(),
+		CommitRequestRetention: f.commitRequestRetention, Redis: f.redis.options(),
 	}, nil
 }

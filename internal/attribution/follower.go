@@ -92,6 +92,9 @@ func (f *Follower) follow(ctx context.Context, stream facts.StreamKey) {
 		err := f.Transport.Follow(ctx, stream, since, func(fs []facts.Fact) {
 			delivered.Store(true)
 			f.Index.Apply(stream, fs)
+			if len(fs) > 0 {
+				f.observer().FollowerLag(f.TransportName, f.clock().Since(fs[len(fs)-1].Stage))
+			}
 		}, func(lost int) { f.observer().StreamGap(stream, lost) })
 		if ctx.Err() != nil {
 			return

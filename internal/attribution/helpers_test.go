@@ -58,6 +58,7 @@ func (r *recorder) StreamGap(_ facts.StreamKey, lost int) {
 	r.gaps = append(r.gaps, lost)
 	r.mu.Unlock()
 }
+func (r *recorder) FollowerLag(string, time.Duration) {}
 func (r *recorder) FollowerError(string, facts.StreamKey, error) {
 	r.mu.Lock()
 	r.errors++

@@ -1,6 +1,10 @@
 package attribution
 
-import "github.com/configbutler/gitops-reverser/internal/facts"
+import (
+	"time"
+
+	"github.com/configbutler/gitops-reverser/internal/facts"
+)
 
 // EvictionReason says why the index dropped a fact
 // (attribution_fact_index_evictions_total{reason}).
@@ -36,6 +40,10 @@ type Observer interface {
 	// FollowerError: following a stream through transport failed or ended
 	// before it was stopped; the follower retries.
 	FollowerError(transport string, stream facts.StreamKey, err error)
+	// FollowerLag: a delivery through transport reached the index lag after
+	// its newest fact's stage time (the audit batch delay plus the
+	// transport's; a restart's re-warm shows as one large lag).
+	FollowerLag(transport string, lag time.Duration)
 }
 
 // NopObserver observes nothing.
@@ -47,3 +55,4 @@ func (NopObserver) Evicted(EvictionReason)                       {}
 func (NopObserver) Resolved(Query, Resolution)                   {}
 func (NopObserver) StreamGap(facts.StreamKey, int)               {}
 func (NopObserver) FollowerError(string, facts.StreamKey, error) {}
+func (NopObserver) FollowerLag(string, time.Duration)            {}

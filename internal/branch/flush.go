@@ -43,6 +43,7 @@ func (w *Worker) push(ctx context.Context) {
 		}
 		delete(w.parked, win.target)
 		w.pending = append(w.pending[:i], w.pending[i+1:]...)
+		w.pushed(win, committed)
 		if committed {
 			w.budget.spend(w.cfg.Clock.Now())
 		}
@@ -53,6 +54,7 @@ func (w *Worker) push(ctx context.Context) {
 		now = w.cfg.Clock.Now()
 	}
 	w.notifyFlushers(nil, nil)
+	w.notifySettled()
 }
 
 // commitWithReplay commits one window, replaying it on a fresh head after
@@ -135,6 +137,7 @@ func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
 		return false, err
 	}
 	w.state.committed(res, plan)
+	win.commit = res.Commit
 	w.observeCommit(win, plan, res, start, w.requests()-requestsBefore)
 	w.cfg.Log.Info("committed", "target", win.target.String(), "commit", res.Commit, "objects", len(plan.changes),
 		"author", author.Name)
@@ -164,6 +167,9 @@ func (w *Worker) expectedFiles(target TargetKey) [][]byte {
 }
 
 func (w *Worker) message(win *window, plan *windowPlan) (string, error) {
+	if win.message != "" {
+		return win.message, nil
+	}
 	return w.cfg.Messages.Render(MessageData{
 		Target:  win.target.String(),
 		Branch:  w.cfg.Key.Branch,
@@ -225,6 +231,7 @@ func (w *Worker) failed(win *window, err error) bool {
 	// Read the branch again before the retry: whatever failed (a moved head,
 	// content a human has since cleaned up) is judged on fresh state.
 	w.state.known = false
+	failRequest(win, err)
 	w.cfg.Log.Info("commit failed; keeping the writes for a retry",
 		"target", win.target.String(), "retryIn", delay.String(), "error", err.Error())
 	if w.cfg.OnError != nil {

@@ -26,9 +26,17 @@ type window struct {
 	// commit window. Only replaySilence without events closes it earlier,
 	// for a stream that never completes its replay.
 	replaying bool
+	// request is the CommitRequest that closes the window, if any; message
+	// is its commit message, kept for retries after the request has
+	// reported a failure. commit is the commit the window became.
+	request *Request
+	message string
+	commit  string
 	// opened bounds how long a steady stream of changes keeps the window
 	// open; lastEvent starts the silence that closes it.
 	opened, lastEvent time.Time
+	// seq orders the worker's windows by opening (WhenSettled).
+	seq uint64
 }
 
 func newWindow(target TargetKey, author Author, now time.Time) *window {
@@ -73,7 +81,17 @@ func (w *window) closesAt(silence time.Duration) time.Time {
 // committed as part of w: same author and target, and no sweep, which is
 // planned before writes and so must not move ahead of w's writes.
 func (w *window) absorbs(later *window, maxBytes int) bool {
-	return w.accepts(later.target, later.author) && len(later.sweeps) == 0 && w.bytes+later.bytes <= maxBytes
+	return w.accepts(later.target, later.author) && len(later.sweeps) == 0 && w.bytes+later.bytes <= maxBytes &&
+		!w.requested() && !later.requested()
+}
+
+// requested reports whether a CommitRequest closed the window: its commit
+// is what the request asked for, so it is never merged with another.
+func (w *window) requested() bool { return w.request != nil || w.message != "" }
+
+// bind makes r the request that closes w.
+func (w *window) bind(r *Request) {
+	w.request, w.message = r, r.Message
 }
 
 // absorb adds later's writes to w, last write winning.

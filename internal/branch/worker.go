@@ -135,6 +135,12 @@ type Worker struct {
 	parked   map[TargetKey]time.Time
 	retry    wait.Backoff
 	flushers []flushWaiter
+	// windowSeq numbers windows as they open; settleWaiters wait for the
+	// windows opened before them (WhenSettled).
+	windowSeq     uint64
+	settleWaiters []settleWaiter
+	// requests are the CommitRequests waiting for a window they may close.
+	commitRequests []*Request
 	// discard is set by Discard, from another goroutine.
 	discard atomic.Bool
 }
@@ -269,6 +275,10 @@ func (w *Worker) handle(ctx context.Context, msg any) {
 		}
 	case targetMsg:
 		w.updateTarget(m)
+	case settledMsg:
+		w.addSettleWaiter(m)
+	case attachMsg:
+		w.attach(ctx, m.req, now)
 	case flushMsg:
 		w.flushers = append(w.flushers, flushWaiter(m))
 		if w.window != nil && w.window.target == m.target {
@@ -296,6 +306,9 @@ func (w *Worker) openWindow(target TargetKey, author Author, now time.Time) *win
 	}
 	if w.window == nil {
 		w.window = newWindow(target, author, now)
+		w.window.seq = w.windowSeq
+		w.windowSeq++
+		w.bindWaiting(w.window)
 	}
 	return w.window
 }
@@ -305,6 +318,7 @@ func (w *Worker) updateTarget(m targetMsg) {
 		w.state.setTarget(m.target)
 		return
 	}
+	w.dropRequests(&m.target.Key, "the GitTarget is no longer mirrored by this branch worker")
 	if w.window != nil && w.window.target == m.target.Key {
 		w.window = nil
 	}
@@ -316,10 +330,12 @@ func (w *Worker) updateTarget(m targetMsg) {
 	}
 	w.pending = kept
 	w.state.removeTarget(m.target.Key)
+	w.notifySettled()
 }
 
 func (w *Worker) tick(ctx context.Context) {
 	now := w.cfg.Clock.Now()
+	w.requestsDue(ctx, now)
 	if w.window != nil && !now.Before(w.window.closesAt(w.commitWindow())) {
 		w.finalize(ctx)
 		return
@@ -334,6 +350,7 @@ func (w *Worker) finalize(ctx context.Context) {
 	}
 	w.window = nil
 	w.push(ctx)
+	w.notifySettled() // an empty window closed, or a push was held back
 }
 
 // coalesce merges each pending window into the previous pending window of
@@ -358,12 +375,15 @@ func (w *Worker) coalesce() {
 }
 
 // resetTimer wakes the loop at the earliest of: the open window's silence
-// deadline, the push budget, a retry.
+// deadline, a CommitRequest's deadline, the push budget, a retry.
 func (w *Worker) resetTimer(timer clock.Timer) {
 	now := w.cfg.Clock.Now()
 	wake := now.Add(time.Hour)
 	if w.window != nil {
 		wake = w.window.closesAt(w.commitWindow())
+	}
+	if due, ok := w.nextDeadline(); ok && due.Before(wake) {
+		wake = due
 	}
 	if due, ok := w.nextPush(now); ok && due.Before(wake) {
 		wake = due
@@ -412,9 +432,11 @@ func (w *Worker) shutdown() {
 		if len(w.pending) > 0 || w.window != nil {
 			w.cfg.Log.Info("replaced: dropping what was not committed; the targets' replays restore it")
 		}
+		w.dropRequests(nil, "the branch worker was replaced before the commit was pushed (its GitProvider changed); the replay commits the changes")
 		w.pending, w.window = nil, nil
 	} else {
 		w.flushRemaining()
+		w.dropRequests(nil, "the branch worker stopped before the commit was pushed")
 	}
 	for _, f := range w.flushers {
 		f.done <- errors.New("branch worker stopped")

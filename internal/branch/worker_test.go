@@ -393,3 +393,25 @@ func TestAReplayThatNoLongerFindsAnObjectDeletesItDespiteAnOlderWriteInTheWindow
 	_, err := git.Git("stale-write", "show", "main:mirror/team/configmaps/gone.yaml")
 	require.Error(t, err, "the replay did not find gone: it is deleted, whatever the window held")
 }
+
+// TestARequestForAWindowAlreadyInGitEndsAlreadyPresent: a request closes
+// a window whose changes are all in Git: no commit, and the request says
+// so instead of waiting.
+func TestARequestForAWindowAlreadyInGitEndsAlreadyPresent(t *testing.T) {
+	w := newWorker(t, "request-already-present", nil, nil)
+	write(t, w, branch.Author{}, cm("a", "1"))
+	flush(t, w)
+	before := commits(t, "request-already-present")
+
+	write(t, w, branch.Author{}, cm("a", "1"))
+	got := make(chan branch.RequestOutcome, 1)
+	require.NoError(t, w.Attach(context.Background(), &branch.Request{ID: "team/same", Target: target, Deadline: time.Now(),
+		Message: "nothing new", Done: func(o branch.RequestOutcome) { got <- o }}))
+	select {
+	case o := <-got:
+		require.Equal(t, branch.RequestAlreadyPresent, o.Reason)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request was never answered")
+	}
+	require.Equal(t, before, commits(t, "request-already-present"))
+}

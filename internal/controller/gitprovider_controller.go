@@ -50,6 +50,10 @@ type GitProviderReconciler struct {
 	// should be the manager's APIReader: the controller only watches Secret
 	// metadata, so Secret values never sit in the operator's cache.
 	SecretReader client.Reader
+	// CredentialNamespaces, when set, are the namespaces whose Secrets the
+	// operator watches and may read; a provider elsewhere is Stalled with
+	// SecretNamespaceNotGranted. nil is every namespace.
+	CredentialNamespaces []string
 	// ForgeTransport, when set, wraps the API forges' HTTP transport, so the
 	// probe's requests are counted with every other forge request.
 	ForgeTransport func(forge string, count *atomic.Int64) http.RoundTripper
@@ -105,7 +109,7 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	provider.Status.Forge = forgeconn.ForgeType(provider.Spec)
 	run := &providerRun{provider: provider, conditions: newConditionSet(&provider.Status.Conditions, provider.Generation)}
 	steps := []providerStep{
-		r.ensureSigningKey, r.readCredentials, r.openForge, r.checkForgeSignatures, r.parseMessageTemplates,
+		r.checkSecretNamespace, r.ensureSigningKey, r.readCredentials, r.openForge, r.checkForgeSignatures, r.parseMessageTemplates,
 		r.probeRepository,
 	}
 	for _, step := range steps {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -22,6 +23,8 @@ import (
 //     reason SecretNotFound, the message names namespace/name; creating it
 //     re-reconciles through the Secret watch;
 //   - a value is malformed → Stalled, reason InvalidCredentials;
+//   - RBAC refuses the read → Stalled, reason SecretNamespaceNotGranted,
+//     asked again every RecheckInterval;
 //   - the API server failed → Reconciling, retried with backoff.
 func (r *GitProviderReconciler) readCredentials(ctx context.Context, run *providerRun) (bool, ctrl.Result, error) {
 	provider := run.provider
@@ -36,6 +39,8 @@ func (r *GitProviderReconciler) readCredentials(ctx context.Context, run *provid
 	case errors.Is(err, credentials.ErrInvalidCredentials):
 		run.stall(metav1.ConditionUnknown, v1alpha3.ReasonInvalidCredentials, err.Error())
 		return stopped()
+	case apierrors.IsForbidden(err):
+		return r.secretForbidden(run, err)
 	}
 	run.retry(metav1.ConditionUnknown, v1alpha3.ReasonProgressing, "reading the credentials: "+err.Error())
 	return true, ctrl.Result{}, fmt.Errorf("reading the credentials of GitProvider %s/%s: %w", provider.Namespace, provider.Name, err)

@@ -27,7 +27,11 @@ type GitTargetReconciler struct {
 	// SecretReader reads credentials and kubeconfig Secrets uncached (the
 	// manager's APIReader), so Secret values never sit in the cache.
 	SecretReader ctrl.Reader
-	Engine       *engine.Engine
+	// CredentialNamespaces, when set, are the namespaces whose Secrets the
+	// operator may read; a target elsewhere is Stalled with
+	// SecretNamespaceNotGranted. nil is every namespace.
+	CredentialNamespaces []string
+	Engine               *engine.Engine
 	// LocalConfig is the operator's own cluster, the source of a
 	// ClusterProvider without a kubeConfig.
 	LocalConfig *rest.Config
@@ -98,7 +102,7 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		}
 	}()
 	for _, step := range []func(context.Context, *targetRun) error{
-		r.validateProvider, r.validateBranchAndPath, r.connectSource, r.providerReady,
+		r.validateProvider, r.checkSecretNamespace, r.validateBranchAndPath, r.connectSource, r.providerReady,
 		r.workerSettings, r.resolveRules, r.encryption, r.mirror, r.reportRuntime,
 	} {
 		if err := step(ctx, run); err != nil {
@@ -106,6 +110,9 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 				return reconcile.Result{RequeueAfter: run.requeue}, nil
 			}
 			if errors.Is(err, engine.ErrNotStarted) {
+				// The engine reconciles the target again once it starts; the
+				// requeue is the fallback.
+				r.Engine.RetryWhenStarted(keyOf(&target))
 				return reconcile.Result{RequeueAfter: time.Second}, nil
 			}
 			return reconcile.Result{}, err

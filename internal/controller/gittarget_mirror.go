@@ -73,6 +73,7 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 		window = gp.Spec.Push.CommitWindow.Duration
 	}
 	run.spec.Key = keyOf(run.target)
+	run.spec.UID = run.target.UID
 	run.spec.Path = run.target.Spec.Path
 	run.spec.Placement = placementOf(run.target.Spec.Placement)
 	run.spec.Worker = branch.Key{ProviderNamespace: gp.Namespace, Provider: gp.Name, Branch: run.target.Spec.Branch}

@@ -151,6 +151,11 @@ func sourceConfig(ctx context.Context, secrets ctrl.Reader, local *rest.Config, 
 		if apierrors.IsNotFound(err) {
 			return engine.SourceConfig{}, fmt.Errorf("%w: the kubeconfig Secret %s/%s does not exist", errSecretMissing, operatorNamespace, ref.Name)
 		}
+		if apierrors.IsForbidden(err) {
+			return engine.SourceConfig{}, fmt.Errorf("%w: the operator may not read the kubeconfig Secret %s/%s in its own namespace: "+
+				"the chart grants it with its Role <fullname>-secrets there (rbac.create=true); without the chart, grant get, "+
+				"list and watch on secrets there. The API server said: %w", errSecretForbidden, operatorNamespace, ref.Name, err)
+		}
 		return engine.SourceConfig{}, fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", operatorNamespace, ref.Name, err)
 	}
 	data, ok := secret.Data[key]
@@ -196,9 +201,15 @@ func (r *GitTargetReconciler) providerReady(ctx context.Context, run *targetRun)
 // errSecretMissing marks a kubeconfig Secret (or key) that does not exist.
 var errSecretMissing = errors.New("kubeconfig Secret missing")
 
+// errSecretForbidden marks a kubeconfig Secret the operator may not read.
+var errSecretForbidden = errors.New("kubeconfig Secret not readable")
+
 func sourceConfigReason(err error) string {
 	if errors.Is(err, errSecretMissing) {
 		return v1alpha3.ReasonSecretNotFound
+	}
+	if errors.Is(err, errSecretForbidden) {
+		return v1alpha3.ReasonSecretNamespaceNotGranted
 	}
 	return v1alpha3.ReasonInvalidSpec
 }

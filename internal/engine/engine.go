@@ -36,6 +36,11 @@ type Options struct {
 	// Attribution, when set, names the authors of live changes; nil is
 	// configured-author mode.
 	Attribution *Attribution
+	// Cursors, when set, keeps the watch streams' resume cursors (Redis);
+	// nil makes every start a replay.
+	Cursors mirror.CursorStore
+	// CursorObserver counts cursor writes and store errors.
+	CursorObserver mirror.CursorObserver
 }
 
 // Attribution is the resolver a target's streams ask for the author of a
@@ -106,6 +111,13 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.stopAll()
 	return nil
 }
+
+// RetryWhenStarted asks for target t to be reconciled as soon as the
+// engine starts: a reconcile that found it not started (it came first in
+// the manager's start, or this replica just became the leader) then does
+// not wait for its requeue. Before the start it only queues (merging with
+// any queued for t); once started it is an ordinary status refresh.
+func (e *Engine) RetryWhenStarted(t branch.TargetKey) { e.notify(t) }
 
 func (e *Engine) running() (context.Context, error) {
 	select {

@@ -48,3 +48,28 @@ func TestEveryNotifiedTargetIsDeliveredHoweverManyPileUp(t *testing.T) {
 		require.Equal(t, 1, n, "the notifications of %s merge into one", k)
 	}
 }
+
+// TestATargetRefusedBeforeTheStartIsReconciledOnceTheEngineStarts: a
+// reconcile that found the engine not started asks to run again at its
+// start, instead of waiting for a requeue.
+func TestATargetRefusedBeforeTheStartIsReconciledOnceTheEngineStarts(t *testing.T) {
+	e := New(Options{})
+	k := branch.TargetKey{Namespace: "team", Name: "early"}
+	require.ErrorIs(t, e.ApplyTarget(TargetSpec{Key: k}), ErrNotStarted)
+	e.RetryWhenStarted(k)
+	select {
+	case <-e.Changed():
+		require.FailNow(t, "delivered before the start")
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.Start(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-stopped) })
+	select {
+	case ev := <-e.Changed():
+		require.Equal(t, "early", ev.Object.GetName())
+	case <-time.After(30 * time.Second):
+		require.FailNow(t, "the target was not reconciled at the start")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,7 +21,9 @@ import (
 
 // TargetSpec is everything the engine needs to mirror one GitTarget.
 type TargetSpec struct {
-	Key    branch.TargetKey
+	Key branch.TargetKey
+	// UID is the GitTarget's: its resume cursors are filed under it.
+	UID    types.UID
 	Path   string
 	Worker branch.Key
 	// Settings build the worker when it does not run yet or changed.
@@ -100,6 +103,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		entry.mirror = mirror.NewTarget(runCtx, mirror.TargetOptions{
 			Key: spec.Key, Client: src.Dynamic, Sink: worker, Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
 			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()), Attribution: e.opts.Attribution.forSource(src),
+			Cursors: e.cursorsFor(spec, old == nil),
 		})
 		e.targets[spec.Key] = entry
 	}
@@ -113,6 +117,24 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	entry.mirror.SetOperatorSecrets(spec.OperatorSecrets)
 	entry.mirror.Update(spec.Claims)
 	return nil
+}
+
+// cursorsFor is where target spec keeps its resume cursors; nil without a
+// store. Only a target's first run in this process resumes from them: a
+// restart in process (new keys, worker, source or path) must replay.
+func (e *Engine) cursorsFor(spec TargetSpec, first bool) *mirror.Cursors {
+	if e.opts.Cursors == nil || spec.UID == "" {
+		return nil
+	}
+	secrets := make([]string, len(spec.OperatorSecrets))
+	for i, s := range spec.OperatorSecrets {
+		secrets[i] = s.String()
+	}
+	return &mirror.Cursors{
+		Store: e.opts.Cursors, Observer: e.opts.CursorObserver, Target: spec.UID, Resume: first,
+		Config: mirror.ConfigFingerprint(spec.Path, spec.Worker.String(), spec.Source, spec.Encryption.Fingerprint(),
+			strings.Join(secrets, ",")),
+	}
 }
 
 // keepEncryptor reuses the running encryptor when the keys did not change
@@ -251,4 +273,29 @@ func (o *targetObserver) StreamObserver() watch.Observer {
 // targetObject is the object a status-refresh event names.
 func targetObject(t branch.TargetKey) *v1alpha3.GitTarget {
 	return &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}
+}
+
+// ErrTargetNotMirrored: a CommitRequest names a GitTarget the engine does
+// not mirror (not Ready yet, or gone).
+var ErrTargetNotMirrored = errors.New("the GitTarget is not being mirrored")
+
+// AttachCommitRequest hands a CommitRequest to its target's branch worker.
+// In configured-author mode every window is the committer's and names
+// nobody, so the request claims no actor there whoever submitted it: the
+// submitter still shows on the CommitRequest, but no window could be told
+// apart by author.
+func (e *Engine) AttachCommitRequest(ctx context.Context, r *branch.Request) error {
+	if _, err := e.running(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	entry := e.targets[r.Target]
+	e.mu.Unlock()
+	if entry == nil {
+		return ErrTargetNotMirrored
+	}
+	if e.opts.Attribution == nil {
+		r.Submitter = nil
+	}
+	return entry.worker.Attach(ctx, r)
 }

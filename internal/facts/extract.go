@@ -228,10 +228,16 @@ func collectionOf(requestURI string, response responseShape) *Collection {
 // actorOf is who made the request: the impersonated user when there is
 // one, else the authenticated user.
 func actorOf(ev *auditv1.Event) Actor {
-	user := ev.User
 	if ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username != "" {
-		user = *ev.ImpersonatedUser
+		return ActorOf(*ev.ImpersonatedUser)
 	}
+	return ActorOf(ev.User)
+}
+
+// ActorOf is the actor a request's user names: the username, groups and
+// the two OIDC claims of user.extra. An admission request's user is
+// already the impersonated one.
+func ActorOf(user authnv1.UserInfo) Actor {
 	return Actor{
 		Username:    user.Username,
 		Groups:      append([]string(nil), user.Groups...),

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/configbutler/gitops-reverser/internal/attribution"
@@ -18,6 +20,8 @@ type AttributionMetrics struct {
 	evictions    *prometheus.CounterVec
 	gaps         *prometheus.CounterVec
 	followerErrs *prometheus.CounterVec
+	followerLag  *prometheus.HistogramVec
+	decodeErrs   prometheus.Counter
 }
 
 var _ attribution.Observer = (*AttributionMetrics)(nil)
@@ -47,6 +51,12 @@ func NewAttributionMetrics() *AttributionMetrics {
 			Help: "Gaps in a followed fact stream: facts lost for good to retention. Should be zero."}, []string{"stream"}),
 		followerErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_fact_follower_errors_total",
 			Help: "Follows of a fact stream that failed or ended and were retried, by transport."}, []string{"transport"}),
+		followerLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "attribution_fact_follower_lag_seconds",
+			Help: "How long after its stage time the newest fact of a delivery reached the index, by transport: " +
+				"audit_fact_delay_seconds plus the transport's own delay (a restart's re-warm lands in the top buckets).",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 300, 600}}, []string{"transport"}),
+		decodeErrs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_fact_decode_errors_total",
+			Help: "Entries of a Redis fact stream a follower could not decode and skipped (another version's, or damaged). Should be zero."}),
 	}
 	for _, op := range []string{"written", "matched"} {
 		m.factOps.WithLabelValues(op)
@@ -73,7 +83,7 @@ func (m *AttributionMetrics) Register(reg prometheus.Registerer) error {
 }
 
 func (m *AttributionMetrics) attributionFamilies() []prometheus.Collector {
-	return []prometheus.Collector{m.resolutions, m.wait, m.factOps, m.entries, m.evictions, m.gaps, m.followerErrs}
+	return []prometheus.Collector{m.resolutions, m.wait, m.factOps, m.entries, m.evictions, m.gaps, m.followerErrs, m.followerLag, m.decodeErrs}
 }
 
 // FactsWritten implements attribution.Observer.
@@ -102,6 +112,15 @@ func (m *AttributionMetrics) Resolved(q attribution.Query, r attribution.Resolut
 // it lost (the transport cannot always say).
 func (m *AttributionMetrics) StreamGap(stream facts.StreamKey, _ int) {
 	m.gaps.WithLabelValues(stream.String()).Inc()
+}
+
+// DecodeError counts a fact stream entry that could not be decoded (the
+// Redis transport's DecodeError).
+func (m *AttributionMetrics) DecodeError(error) { m.decodeErrs.Inc() }
+
+// FollowerLag implements attribution.Observer.
+func (m *AttributionMetrics) FollowerLag(transport string, lag time.Duration) {
+	m.followerLag.WithLabelValues(transport).Observe(lag.Seconds())
 }
 
 // FollowerError implements attribution.Observer.

@@ -30,6 +30,8 @@ func TestAttributionFamiliesCountWhatTheirObserverIsTold(t *testing.T) {
 	m.Resolved(attribution.Query{Stream: stream, Version: "v1"}, attribution.Resolution{Tier: attribution.TierAbsent})
 	m.StreamGap(stream, 0)
 	m.FollowerError("memory", stream, nil)
+	m.FollowerLag("redis", 2*time.Second)
+	m.DecodeError(nil)
 
 	require.Equal(t, 3.0, testutil.ToFloat64(m.factOps.WithLabelValues("written")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.factOps.WithLabelValues("matched")))
@@ -39,5 +41,7 @@ func TestAttributionFamiliesCountWhatTheirObserverIsTold(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.resolutions.WithLabelValues("absent", "none", "apps", "v1", "deployments")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.gaps.WithLabelValues("prod/deployments.apps")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.followerErrs.WithLabelValues("memory")))
+	require.Equal(t, 1, testutil.CollectAndCount(m.followerLag), "one transport's lag")
+	require.Equal(t, 1.0, testutil.ToFloat64(m.decodeErrs))
 	require.Equal(t, 2*len(attribution.Tiers), testutil.CollectAndCount(m.wait), "every tier × event kind has a series")
 }

@@ -44,6 +44,8 @@ type Metrics struct {
 	watchReplays      *prometheus.CounterVec
 	watchReconnects   *prometheus.CounterVec
 	watchGone         *prometheus.CounterVec
+	watchResumes      *prometheus.CounterVec
+	watchColdReplays  *prometheus.CounterVec
 }
 
 // workerLabels name a branch worker.
@@ -117,6 +119,11 @@ func newFamilies() *Metrics {
 			Help: "Closed watches resumed from their last resourceVersion."}, []string{"group", "resource"}),
 		watchGone: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_gone_total",
 			Help: "410 Gone answers that forced a fresh replay."}, []string{"group", "resource"}),
+		watchResumes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_resumes_total",
+			Help: "Streams started from their stored resume cursor (Redis), without a replay."}, []string{"group", "resource"}),
+		watchColdReplays: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_cold_replays_total",
+			Help: "Streams with a cursor store that replayed instead of resuming, by reason (no_cursor, unavailable, expired, gone)."},
+			[]string{"group", "resource", "reason"}),
 	}
 }
 
@@ -132,7 +139,8 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 
 func (m *Metrics) families() []prometheus.Collector {
 	return []prometheus.Collector{m.commits, m.objectsWritten, m.queueDepth, m.sweepDeletes, m.conflicts,
-		m.commitDuration, m.eventToCommit, m.requestsPerCommit, m.refusals, m.placements, m.forwarded, m.watchEvents, m.watchReplays, m.watchReconnects, m.watchGone}
+		m.commitDuration, m.eventToCommit, m.requestsPerCommit, m.refusals, m.placements, m.forwarded, m.watchEvents, m.watchReplays, m.watchReconnects, m.watchGone,
+		m.watchResumes, m.watchColdReplays}
 }
 
 func workerValues(k branch.Key) []string { return []string{k.ProviderNamespace, k.Provider, k.Branch} }
@@ -229,15 +237,35 @@ func (s streamObserver) Event(scope watch.Scope, typ apiwatch.EventType) {
 	s.m.watchEvents.WithLabelValues(scope.GVR.Group, scope.GVR.Resource, string(typ)).Inc()
 }
 
-// Replay is a stream's first report, so its series start here.
-func (s streamObserver) Replay(scope watch.Scope) {
+// Replay or Resumed is a stream's first report, so its series start there.
+func (s streamObserver) zeroStream(scope watch.Scope) {
 	group, resource := scope.GVR.Group, scope.GVR.Resource
 	for _, typ := range watchEventTypes {
 		s.m.watchEvents.WithLabelValues(group, resource, string(typ))
 	}
-	s.m.watchReconnects.WithLabelValues(group, resource)
-	s.m.watchGone.WithLabelValues(group, resource)
-	s.m.watchReplays.WithLabelValues(group, resource).Inc()
+	for _, v := range []*prometheus.CounterVec{s.m.watchReconnects, s.m.watchGone, s.m.watchReplays, s.m.watchResumes} {
+		v.WithLabelValues(group, resource)
+	}
+	for _, reason := range coldReplayReasons {
+		s.m.watchColdReplays.WithLabelValues(group, resource, reason)
+	}
+}
+
+// coldReplayReasons are the values of watch_cold_replays_total{reason}.
+var coldReplayReasons = []string{watch.ColdNoCursor, watch.ColdUnavailable, watch.ColdExpired, watch.ColdGone}
+
+func (s streamObserver) Replay(scope watch.Scope) {
+	s.zeroStream(scope)
+	s.m.watchReplays.WithLabelValues(scope.GVR.Group, scope.GVR.Resource).Inc()
+}
+
+func (s streamObserver) Resumed(scope watch.Scope) {
+	s.zeroStream(scope)
+	s.m.watchResumes.WithLabelValues(scope.GVR.Group, scope.GVR.Resource).Inc()
+}
+
+func (s streamObserver) ColdReplay(scope watch.Scope, reason string) {
+	s.m.watchColdReplays.WithLabelValues(scope.GVR.Group, scope.GVR.Resource, reason).Inc()
 }
 
 func (s streamObserver) Reconnect(scope watch.Scope) {

@@ -21,6 +21,8 @@ import (
 type Sink interface {
 	Write(ctx context.Context, target branch.TargetKey, author branch.Author, w branch.Write) error
 	Sync(ctx context.Context, target branch.TargetKey, sweep *branch.Sweep, closeWindow bool) error
+	// WhenSettled calls fn once the target's earlier writes are in Git.
+	WhenSettled(ctx context.Context, target branch.TargetKey, fn func()) error
 }
 
 // streamGlue handles one claim's stream: it decides what of each event
@@ -50,7 +52,22 @@ func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
 		return g.target.sink.Write(ctx, g.target.Key, author, branch.Write{ID: id, Sensitive: g.claim.Sensitive, Received: ev.Received})
 	case watch.Synced:
 		return g.synced(ctx, ev.Present)
+	case watch.Resumed:
+		return g.resumed(ctx)
 	}
+	return nil
+}
+
+// resumed counts a stream that started from its cursor as replayed: Git
+// holds its scope up to the cursor, so there is nothing to sweep.
+func (g *streamGlue) resumed(ctx context.Context) error {
+	if !g.target.replayDone(g.claim) {
+		return nil
+	}
+	if err := g.target.sink.Sync(ctx, g.target.Key, nil, true); err != nil {
+		return fmt.Errorf("telling the branch worker the target is live: %w", err)
+	}
+	g.target.observer.Replayed(g.target.Key)
 	return nil
 }
 

@@ -53,8 +53,14 @@ type Target struct {
 	// attribution names the authors of live changes; nil in
 	// configured-author mode.
 	attribution *Attribution
+	// cursors stores the streams' resume cursors; nil without Redis.
+	cursors    *cursorKeeper
+	stopKeeper context.CancelFunc
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// updated is set once the first Update has run: only the streams it
+	// starts may resume from a stored cursor.
+	updated   bool
 	streams   map[claimKey]*running
 	sensitive bool
 	// operatorSecrets are never mirrored (SetOperatorSecrets).
@@ -85,6 +91,9 @@ type TargetOptions struct {
 	// Attribution names the authors of live changes; nil is
 	// configured-author mode.
 	Attribution *Attribution
+	// Cursors, when set, keeps the streams' resume cursors; nil runs
+	// without (every start replays).
+	Cursors *Cursors
 }
 
 // NewTarget returns a target with no streams; Update starts them. Streams
@@ -96,8 +105,15 @@ func NewTarget(ctx context.Context, o TargetOptions) *Target {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
-	return &Target{Key: o.Key, ctx: ctx, client: o.Client, sink: o.Sink, observer: o.Observer, log: o.Log, clock: o.Clock,
-		attribution: o.Attribution, streams: map[claimKey]*running{}}
+	t := &Target{Key: o.Key, ctx: ctx, client: o.Client, sink: o.Sink, observer: o.Observer, log: o.Log, clock: o.Clock,
+		attribution: o.Attribution, streams: map[claimKey]*running{}, stopKeeper: func() {}}
+	if o.Cursors != nil && o.Cursors.Store != nil {
+		t.cursors = newCursorKeeper(*o.Cursors, o.Key, o.Sink, o.Clock, o.Log)
+		var kctx context.Context
+		kctx, t.stopKeeper = context.WithCancel(ctx)
+		go t.cursors.run(kctx)
+	}
+	return t
 }
 
 // SetSensitiveWritable says whether sensitive objects can be written
@@ -150,6 +166,9 @@ func (t *Target) Update(claims []rules.Claim) {
 	for key, r := range t.streams {
 		if c, ok := want[key]; !ok || !sameClaim(c, r.claim) {
 			t.stopLocked(key, r)
+			if t.cursors != nil {
+				t.cursors.forget(r.claim)
+			}
 		}
 	}
 	for key, c := range want {
@@ -157,6 +176,7 @@ func (t *Target) Update(claims []rules.Claim) {
 			t.startLocked(key, c)
 		}
 	}
+	t.updated = true
 }
 
 func sameClaim(a, b rules.Claim) bool {
@@ -188,6 +208,9 @@ func (t *Target) startLocked(key claimKey, c rules.Claim) {
 		},
 		OnPhase: func(watch.Phase) { t.observer.StreamPhase(t.Key) },
 	}
+	if t.cursors != nil {
+		stream.Cursor = t.cursors.cursor(c, !t.updated)
+	}
 	sctx, cancel := context.WithCancel(t.ctx)
 	r := &running{claim: c, stream: stream, cancel: cancel, done: make(chan struct{})}
 	t.streams[key] = r
@@ -204,8 +227,10 @@ func (t *Target) stopLocked(key claimKey, r *running) {
 	delete(t.streams, key)
 }
 
-// Stop ends every stream and waits for them.
+// Stop ends every stream and waits for them. Stored cursors stay: they
+// serve the next process, or expire.
 func (t *Target) Stop() {
+	t.stopKeeper()
 	t.mu.Lock()
 	var all []*running
 	for key, r := range t.streams {

@@ -11,7 +11,9 @@ const (
 	// TransportMemory runs the fact streams in process: one replica only,
 	// and every fact not yet joined is lost on restart.
 	TransportMemory = "memory"
-	// TransportRedis is Redis Streams (not built yet: the Redis issue).
+	// TransportRedis is Redis Streams: facts outlive a restart (a new
+	// process re-warms its index from one fact TTL of retention) and reach
+	// every replica. It needs --redis-addr.
 	TransportRedis = "redis"
 )
 
@@ -30,7 +32,8 @@ type AttributionOptions struct {
 	// RouteAnnotationKey, when set, enables the bare /audit-webhook, where
 	// each event names its route in this annotation.
 	RouteAnnotationKey string
-	// Transport is TransportMemory or TransportRedis.
+	// Transport is TransportMemory or TransportRedis; "" picks redis when
+	// Redis is configured, memory otherwise (see resolveTransport).
 	Transport string
 	// Replicas is how many operator replicas run; the memory transport is
 	// refused with more than one.
@@ -50,14 +53,28 @@ const (
 	DefaultAuditBodyBytes   = 32 << 20
 )
 
+// resolveTransport fills in the default transport: Redis Streams when a
+// Redis is configured, so facts survive a restart wherever they can; the
+// in-process ring otherwise, so an install without Redis runs as before.
+func (a *AttributionOptions) resolveTransport(hasRedis bool) {
+	if a.Transport != "" {
+		return
+	}
+	a.Transport = TransportMemory
+	if hasRedis {
+		a.Transport = TransportRedis
+	}
+}
+
 // check refuses options the operator cannot run with, naming the flag.
-func (a *AttributionOptions) check() error {
+func (a *AttributionOptions) check(hasRedis bool) error {
 	switch {
-	case a.Transport == TransportRedis:
-		return errors.New("--author-attribution-transport=redis is not available yet; use --author-attribution-transport=memory (one replica)")
-	case a.Transport != TransportMemory:
+	case a.Transport == TransportRedis && !hasRedis:
+		return errors.New("--author-attribution-transport=redis needs --redis-addr; " +
+			"without Redis use --author-attribution-transport=memory (one replica)")
+	case a.Transport != TransportMemory && a.Transport != TransportRedis:
 		return fmt.Errorf("--author-attribution-transport %q: want memory or redis", a.Transport)
-	case a.Replicas > 1:
+	case a.Transport == TransportMemory && a.Replicas > 1:
 		return fmt.Errorf("--author-attribution-transport=memory keeps facts in one process and is refused with %d replicas", a.Replicas)
 	case a.ListenAddr == "":
 		return errors.New("attribution needs the audit ingress address (--audit-bind-address)")

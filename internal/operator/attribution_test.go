@@ -22,18 +22,41 @@ func TestAttributionOptionsNameTheFlagThatIsMissing(t *testing.T) {
 		{"no client CA", func(a *AttributionOptions) { a.ClientCAFile = "" }, "--audit-client-ca-file"},
 		{"no address", func(a *AttributionOptions) { a.ListenAddr = "" }, "--audit-bind-address"},
 		{"memory with two replicas", func(a *AttributionOptions) { a.Replicas = 2 }, "refused with 2 replicas"},
-		{"redis not built yet", func(a *AttributionOptions) { a.Transport = TransportRedis }, "not available yet"},
+		{"redis without Redis", func(a *AttributionOptions) { a.Transport = TransportRedis }, "needs --redis-addr"},
 		{"unknown transport", func(a *AttributionOptions) { a.Transport = "kafka" }, `"kafka"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := valid()
 			tc.change(&a)
-			err := a.check()
+			err := a.check(false)
 			if tc.want == "" {
 				require.NoError(t, err)
 				return
 			}
 			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestTheRedisTransportIsTheDefaultWhereRedisIsConfigured(t *testing.T) {
+	for _, tc := range []struct {
+		name, flag string
+		hasRedis   bool
+		want       string
+	}{
+		{"default with Redis", "", true, TransportRedis},
+		{"default without Redis", "", false, TransportMemory},
+		{"memory asked for with Redis", TransportMemory, true, TransportMemory},
+		{"redis asked for", TransportRedis, true, TransportRedis},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := AttributionOptions{ListenAddr: ":9444", CertFile: "tls.crt", KeyFile: "tls.key", Insecure: true,
+				Transport: tc.flag, Replicas: 2}
+			a.resolveTransport(tc.hasRedis)
+			require.Equal(t, tc.want, a.Transport)
+			if tc.want == TransportRedis {
+				require.NoError(t, a.check(tc.hasRedis), "the Redis transport serves any number of replicas")
+			}
 		})
 	}
 }

@@ -18,23 +18,29 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/engine"
 	"github.com/configbutler/gitops-reverser/internal/facts"
 	"github.com/configbutler/gitops-reverser/internal/facts/memory"
+	factsredis "github.com/configbutler/gitops-reverser/internal/facts/redis"
 	"github.com/configbutler/gitops-reverser/internal/metrics"
+	"github.com/configbutler/gitops-reverser/internal/redisconn"
 )
 
 // setupAttribution adds the audit ingress and the watch side of
 // attribution to the manager; nil (configured-author mode) when a is nil.
-func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, reg prometheus.Registerer) (*attributionPipeline, error) {
+func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redisOpts *redisconn.Options, reg prometheus.Registerer) (*attributionPipeline, error) {
 	if a == nil {
 		return nil, nil
 	}
-	transport := newFactTransport(a)
-	if err := setupAuditIngress(mgr, a, transport, reg); err != nil {
-		return nil, err
+	observer := metrics.NewAttributionMetrics()
+	if err := observer.Register(reg); err != nil {
+		return nil, fmt.Errorf("registering attribution metrics: %w", err)
 	}
-	pipeline, err := newAttributionPipeline(a, transport, reg)
+	transport, err := newFactTransport(a, redisOpts, observer)
 	if err != nil {
 		return nil, err
 	}
+	if err := setupAuditIngress(mgr, a, transport, reg); err != nil {
+		return nil, err
+	}
+	pipeline := newAttributionPipeline(a, transport, observer)
 	if err := mgr.Add(pipeline); err != nil {
 		return nil, fmt.Errorf("adding the attribution pipeline: %w", err)
 	}
@@ -42,9 +48,18 @@ func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, reg prometheus.Re
 }
 
 // newFactTransport builds the transport --author-attribution-transport
-// names (check has refused the others).
-func newFactTransport(a *AttributionOptions) facts.Transport {
-	return memory.New(memory.Options{Retention: a.factTTL()})
+// names (check has refused the others): Redis Streams keep one fact TTL,
+// which a restarted process replays into its index.
+func newFactTransport(a *AttributionOptions, redisOpts *redisconn.Options, observer *metrics.AttributionMetrics) (facts.Transport, error) {
+	if a.Transport != TransportRedis {
+		return memory.New(memory.Options{Retention: a.factTTL()}), nil
+	}
+	clientOpts, err := redisOpts.ClientOptions()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	return factsredis.New(clientOpts, factsredis.Options{Prefix: redisOpts.Prefix(), Retention: a.factTTL(),
+		DecodeError: observer.DecodeError}), nil
 }
 
 // setupAuditIngress adds the audit ingress to the manager: the HTTPS
@@ -119,24 +134,22 @@ const indexSweepInterval = 30 * time.Second
 // the follower that fills it from the transport, and the resolver the
 // target streams ask.
 type attributionPipeline struct {
-	index    *attribution.Index
-	follower *attribution.Follower
-	resolver *attribution.Resolver
+	transport facts.Transport
+	index     *attribution.Index
+	follower  *attribution.Follower
+	resolver  *attribution.Resolver
 }
 
 // newAttributionPipeline builds the index, follower and resolver over
-// transport, reporting to reg.
-func newAttributionPipeline(a *AttributionOptions, transport facts.Transport, reg prometheus.Registerer) (*attributionPipeline, error) {
-	observer := metrics.NewAttributionMetrics()
-	if err := observer.Register(reg); err != nil {
-		return nil, fmt.Errorf("registering attribution metrics: %w", err)
-	}
+// transport, reporting to observer.
+func newAttributionPipeline(a *AttributionOptions, transport facts.Transport, observer *metrics.AttributionMetrics) *attributionPipeline {
 	index := &attribution.Index{TTL: a.factTTL(), Observer: observer}
 	return &attributionPipeline{
-		index:    index,
-		follower: &attribution.Follower{Transport: transport, TransportName: a.Transport, Index: index, Observer: observer},
-		resolver: &attribution.Resolver{Index: index, Grace: a.grace(), Observer: observer},
-	}, nil
+		index:     index,
+		transport: transport,
+		follower:  &attribution.Follower{Transport: transport, TransportName: a.Transport, Index: index, Observer: observer},
+		resolver:  &attribution.Resolver{Index: index, Grace: a.grace(), Observer: observer},
+	}
 }
 
 // engineAttribution is what the engine hands each target's streams.
@@ -155,6 +168,9 @@ func (p *attributionPipeline) Start(ctx context.Context) error {
 	<-ctx.Done()
 	p.follower.Stop()
 	<-done
+	if closer, ok := p.transport.(interface{ Close() error }); ok {
+		_ = closer.Close() // the process is stopping; nothing to report to
+	}
 	return nil
 }
 

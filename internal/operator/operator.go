@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -21,12 +23,15 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/configbutler/gitops-reverser/internal/admission"
 	"github.com/configbutler/gitops-reverser/internal/controller"
 	"github.com/configbutler/gitops-reverser/internal/discovery"
 	"github.com/configbutler/gitops-reverser/internal/engine"
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 	"github.com/configbutler/gitops-reverser/internal/kubescheme"
 	"github.com/configbutler/gitops-reverser/internal/metrics"
+	"github.com/configbutler/gitops-reverser/internal/redisconn"
+	"github.com/configbutler/gitops-reverser/internal/redisstore"
 )
 
 // Options are the operator's settings.
@@ -38,6 +43,11 @@ type Options struct {
 	LeaderElectionNamespace string
 	// OperatorNamespace holds remote kubeconfig Secrets and the leader Lease.
 	OperatorNamespace string
+	// CredentialNamespaces, when set, are the only namespaces (besides
+	// OperatorNamespace) whose Secrets the operator reads and watches: the
+	// namespaces of the GitProviders and GitTargets. Empty is every
+	// namespace, which needs Secret read access cluster-wide.
+	CredentialNamespaces []string
 	// BufferMax closes a commit window once it holds this many bytes.
 	BufferMax           int
 	AdditionalSensitive []schema.GroupResource
@@ -64,6 +74,16 @@ type Options struct {
 	// Attribution, when set, names the Kubernetes actor of each live change
 	// as its commit's author; nil is configured-author mode.
 	Attribution *AttributionOptions
+	// Redis, when set, is where watch resume cursors (and, with the redis
+	// transport, attribution facts) are kept; the pod is not ready until it
+	// answers. Nil runs without Redis: watches cold-replay on restart.
+	Redis *redisconn.Options
+	// Admission, when set, serves the webhook that names CommitRequest
+	// submitters; nil leaves every CommitRequest without one.
+	Admission *AdmissionOptions
+	// CommitRequestRetention keeps a finished CommitRequest this long
+	// before deleting it; 24h when zero.
+	CommitRequestRetention time.Duration
 }
 
 // Run starts the operator and blocks until ctx ends. It first waits for
@@ -72,9 +92,12 @@ type Options struct {
 // naming each missing one.
 func Run(ctx context.Context, o Options) error {
 	if o.Attribution != nil {
-		if err := o.Attribution.check(); err != nil {
+		a := *o.Attribution
+		a.resolveTransport(o.Redis != nil)
+		if err := a.check(o.Redis != nil); err != nil {
 			return fmt.Errorf("author attribution: %w", err)
 		}
+		o.Attribution = &a
 	}
 	if ready, err := waitUntilStartable(ctx, o); !ready {
 		return err
@@ -83,22 +106,15 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(o.Config, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:  o.ProbeAddr,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "gitops-reverser.configbutler.ai",
-		LeaderElectionNamespace: orDefault(o.LeaderElectionNamespace, o.OperatorNamespace),
-		// A stopping replica hands the lease over at once instead of making
-		// the next one wait for it to expire; the engine has committed what
-		// it held by then.
-		LeaderElectionReleaseOnCancel: true,
-		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation, RecoverPanic: &o.RecoverPanic},
-		// The informers keep metadata of every Secret and ConfigMap (to notice
-		// a credential fix); managed fields are most of that and never read.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-	})
+	webhooks, err := newAdmission(o.Config, o.Admission)
+	if err != nil {
+		return err
+	}
+	mgrOpts := managerOptions(o, scheme)
+	if webhooks != nil {
+		mgrOpts.WebhookServer = webhooks.server
+	}
+	mgr, err := ctrl.NewManager(o.Config, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
@@ -113,18 +129,34 @@ func Run(ctx context.Context, o Options) error {
 	if err := fm.Register(reg); err != nil {
 		return fmt.Errorf("registering forge metrics: %w", err)
 	}
-	pipeline, err := setupAttribution(mgr, o.Attribution, reg)
+	redisClient, err := setupRedis(mgr, o.Redis)
 	if err != nil {
 		return err
 	}
-	eng := engine.New(engine.Options{
+	if redisClient != nil {
+		defer redisClient.Close()
+	}
+	pipeline, err := setupAttribution(mgr, o.Attribution, o.Redis, reg)
+	if err != nil {
+		return err
+	}
+	engineOpts := engine.Options{
 		LocalConfig: o.Config, Policy: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive},
 		BufferMax: o.BufferMax, Log: ctrl.Log.WithName("engine"), Metrics: m, Attribution: pipeline.engineAttribution(),
-	})
+	}
+	if redisClient != nil {
+		if err := useCursors(&engineOpts, redisClient, o.Redis, reg); err != nil {
+			return err
+		}
+	}
+	eng := engine.New(engineOpts)
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)
 	}
-	if err := setupControllers(mgr, eng, fm, o); err != nil {
+	if err := webhooks.start(ctx, mgr, reg); err != nil {
+		return err
+	}
+	if err := setupControllers(mgr, eng, fm, o, webhooks.lookup()); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -134,6 +166,31 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return mgr.Start(ctx)
+}
+
+// managerOptions configure the controller-runtime manager: leader election,
+// probes, metrics, and caches that hold no Secret value.
+func managerOptions(o Options, scheme *runtime.Scheme) ctrl.Options {
+	return ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "gitops-reverser.configbutler.ai",
+		LeaderElectionNamespace: orDefault(o.LeaderElectionNamespace, o.OperatorNamespace),
+		// A stopping replica hands the lease over at once instead of making
+		// the next one wait for it to expire; the engine has committed what
+		// it held by then.
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation, RecoverPanic: &o.RecoverPanic},
+		// The informers keep metadata of Secrets (of the credential
+		// namespaces) and ConfigMaps, to notice a credential fix; managed
+		// fields are most of that and never read. Secret values are never
+		// cached: they are read with the APIReader when needed.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: secretCache(credentialNamespaces(o))},
+		Client: uncachedSecrets(),
+	}
 }
 
 // waitUntilStartable waits for the API server and checks access while
@@ -173,7 +230,7 @@ func ifNotEnded(ctx context.Context, err error) error {
 	return err
 }
 
-func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options) error {
+func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options, submitters admission.SubmitterLookup) error {
 	c, secrets := mgr.GetClient(), mgr.GetAPIReader()
 	forgeTransport := func(forge string, count *atomic.Int64) http.RoundTripper { return fm.Transport(forge, nil, count) }
 	// One set of pacers: the GitProviders' probes count what the GitTargets'
@@ -184,20 +241,52 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 		setup interface{ SetupWithManager(ctrl.Manager) error }
 	}{
 		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport,
-			Pacers: pacers, BudgetRefreshDelay: o.ProviderBudgetRefresh}},
-		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Engine: eng, LocalConfig: o.Config,
+			Pacers: pacers, BudgetRefreshDelay: o.ProviderBudgetRefresh, CredentialNamespaces: credentialNamespaces(o)}},
+		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, CredentialNamespaces: credentialNamespaces(o),
+			Engine: eng, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
 			ForgeTransport: forgeTransport, Pacers: pacers, Events: mgr.GetEventRecorder("gitops-reverser")}},
 		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
 		{"ClusterWatchRule", &controller.RuleReconciler{Client: c, Engine: eng, Cluster: true}},
+		{"CommitRequest", &controller.CommitRequestReconciler{Client: c, Engine: eng, Submitters: submitters,
+			Retention: o.CommitRequestRetention}},
 	}
 	for _, r := range reconcilers {
 		if err := r.setup.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", r.name, err)
 		}
 	}
+	return nil
+}
+
+// setupRedis connects to Redis when o is set and keeps the pod not ready
+// until Redis answers PING; nil without Redis.
+func setupRedis(mgr ctrl.Manager, o *redisconn.Options) (*goredis.Client, error) {
+	if o == nil {
+		return nil, nil
+	}
+	client, err := o.Connect()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	redisconn.UseLogger(ctrl.Log.WithName("redis"))
+	if err := mgr.AddReadyzCheck("redis", redisconn.Ready(client)); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("adding the Redis readiness check: %w", err)
+	}
+	return client, nil
+}
+
+// useCursors has the engine keep the watches' resume cursors in Redis.
+func useCursors(opts *engine.Options, client *goredis.Client, o *redisconn.Options, reg prometheus.Registerer) error {
+	rm := metrics.NewRedisMetrics()
+	if err := rm.Register(reg); err != nil {
+		return fmt.Errorf("registering Redis metrics: %w", err)
+	}
+	opts.Cursors = &redisstore.Cursors{Client: client, Prefix: o.Prefix()}
+	opts.CursorObserver = rm
 	return nil
 }
 

@@ -17,6 +17,8 @@ import (
 // access is one permission the operator cannot work without.
 type access struct {
 	verb, group, resource, namespace string
+	// hint says which chart value grants it, when that is not obvious.
+	hint string
 }
 
 // object names what the access is to: resource[.group][/subresource] and
@@ -42,14 +44,16 @@ func (a access) object() string {
 // per GitProvider, and reported in that object's status.
 func requiredAccess(o Options) []access {
 	var out []access
-	kinds := []string{"gitproviders", "gittargets", "watchrules", "clusterwatchrules", "clusterproviders"}
+	kinds := []string{"gitproviders", "gittargets", "watchrules", "clusterwatchrules", "clusterproviders", "commitrequests"}
 	for _, kind := range kinds {
 		for _, verb := range []string{"list", "watch"} {
 			out = append(out, access{verb: verb, group: v1alpha3.GroupVersion.Group, resource: kind})
 		}
 		out = append(out, access{verb: "patch", group: v1alpha3.GroupVersion.Group, resource: kind + "/status"})
 	}
-	for _, resource := range []string{"secrets", "configmaps", "namespaces"} {
+	out = append(out, access{verb: "delete", group: v1alpha3.GroupVersion.Group, resource: "commitrequests"})
+	out = append(out, secretAccess(credentialNamespaces(o))...)
+	for _, resource := range []string{"configmaps", "namespaces"} {
 		out = append(out, access{verb: "list", resource: resource}, access{verb: "watch", resource: resource})
 	}
 	for _, verb := range []string{"list", "watch"} {
@@ -59,6 +63,27 @@ func requiredAccess(o Options) []access {
 		ns := orDefault(o.LeaderElectionNamespace, o.OperatorNamespace)
 		for _, verb := range []string{"get", "create", "update"} {
 			out = append(out, access{verb: verb, group: "coordination.k8s.io", resource: "leases", namespace: ns})
+		}
+	}
+	return out
+}
+
+// secretAccess is what reading credentials needs: get (values) and
+// list/watch (the metadata watch) on Secrets in each credential namespace,
+// or cluster-wide when namespaces is nil.
+func secretAccess(namespaces []string) []access {
+	var out []access
+	if namespaces == nil {
+		hint := "with the chart: rbac.clusterWideSecrets=true, or name the namespaces in rbac.credentialNamespaces"
+		for _, verb := range []string{"get", "list", "watch"} {
+			out = append(out, access{verb: verb, resource: "secrets", hint: hint})
+		}
+		return out
+	}
+	for _, ns := range namespaces {
+		hint := "with the chart: add " + ns + " to rbac.credentialNamespaces"
+		for _, verb := range []string{"get", "list", "watch"} {
+			out = append(out, access{verb: verb, resource: "secrets", namespace: ns, hint: hint})
 		}
 	}
 	return out
@@ -116,16 +141,20 @@ func deniedAccess(ctx context.Context, clientset kubernetes.Interface, required 
 // together: "list, watch gittargets.configbutler.ai cluster-wide".
 func describeDenied(denied []access) string {
 	var objects []string
-	verbs := map[string][]string{}
+	verbs, hints := map[string][]string{}, map[string]string{}
 	for _, a := range denied {
 		if _, seen := verbs[a.object()]; !seen {
 			objects = append(objects, a.object())
+			hints[a.object()] = a.hint
 		}
 		verbs[a.object()] = append(verbs[a.object()], a.verb)
 	}
 	parts := make([]string, len(objects))
 	for i, object := range objects {
 		parts[i] = strings.Join(verbs[object], ", ") + " " + object
+		if hint := hints[object]; hint != "" {
+			parts[i] += " (" + hint + ")"
+		}
 	}
 	return strings.Join(parts, "; ")
 }

@@ -31,18 +31,8 @@ import (
 // ready (instead of exiting), and once the API server is back it becomes
 // ready and mirrors a ConfigMap.
 func TestAnOperatorStartedWhileTheAPIServerIsDownWaitsAndThenMirrors(t *testing.T) {
-	kube, err := harness.StartKube(harness.KubeOptions{})
-	require.NoError(t, err)
-	t.Cleanup(kube.Stop)
-	git, err := harness.StartGitServer(t.TempDir(), harness.GitServerOptions{HTTPUsername: "mirror", HTTPPassword: "secret"})
-	require.NoError(t, err)
-	t.Cleanup(git.Stop)
-	_, err = git.CreateBareRepo("mirror")
-	require.NoError(t, err)
+	kube, git := startMirrorEnv(t)
 	ctx := context.Background()
-	for _, obj := range mirrorSetup(git.HTTPURL("mirror")) {
-		require.NoError(t, kube.Client().Create(ctx, obj), "%T %s", obj, obj.GetName())
-	}
 
 	require.NoError(t, kube.StopAPIServer())
 	port, err := harness.FreePort()
@@ -91,6 +81,24 @@ func TestAnOperatorStartedWhileTheAPIServerIsDownWaitsAndThenMirrors(t *testing.
 		names = append(names, f.GetName())
 	}
 	require.Contains(t, names, "gitopsreverser_placement_refusals_total", "scraped with zeros from start")
+}
+
+// startMirrorEnv starts a control plane and a Git server, with mirrorSetup
+// applied.
+func startMirrorEnv(t *testing.T) (*harness.Kube, *harness.GitServer) {
+	t.Helper()
+	kube, err := harness.StartKube(harness.KubeOptions{})
+	require.NoError(t, err)
+	t.Cleanup(kube.Stop)
+	git, err := harness.StartGitServer(t.TempDir(), harness.GitServerOptions{HTTPUsername: "mirror", HTTPPassword: "secret"})
+	require.NoError(t, err)
+	t.Cleanup(git.Stop)
+	_, err = git.CreateBareRepo("mirror")
+	require.NoError(t, err)
+	for _, obj := range mirrorSetup(git.HTTPURL("mirror")) {
+		require.NoError(t, kube.Client().Create(context.Background(), obj), "%T %s", obj, obj.GetName())
+	}
+	return kube, git
 }
 
 // operatorRun is an operator running in the test; err is set once exited

@@ -62,19 +62,40 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 	now := s.Clock.Now()
 	switch typ {
 	case apiwatch.Bookmark:
-		if replay == nil || obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+		if replay == nil {
+			s.advance(obj.GetResourceVersion())
+			return nil, nil
+		}
+		if obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
 			return replay, nil
 		}
-		return nil, s.synced(ctx, replay)
+		if err := s.synced(ctx, replay); err != nil {
+			return replay, err
+		}
+		s.advance(obj.GetResourceVersion()) // the snapshot's point, swept
+		return nil, nil
 	case apiwatch.Added, apiwatch.Modified:
 		if replay != nil && typ == apiwatch.Added {
 			replay.present = append(replay.present, ObjectKey{obj.GetNamespace(), obj.GetName()})
 		}
-		return replay, s.handle(ctx, Event{Kind: Upsert, Type: typ, Scope: s.Scope, Object: obj, Replay: replay != nil, Received: now})
+		err := s.handle(ctx, Event{Kind: Upsert, Type: typ, Scope: s.Scope, Object: obj, Replay: replay != nil, Received: now})
+		s.advanceLive(replay, obj, err)
+		return replay, err
 	case apiwatch.Deleted:
-		return replay, s.handle(ctx, Event{Kind: Delete, Type: typ, Scope: s.Scope, Object: obj, Received: now})
+		err := s.handle(ctx, Event{Kind: Delete, Type: typ, Scope: s.Scope, Object: obj, Received: now})
+		s.advanceLive(replay, obj, err)
+		return replay, err
 	}
 	return replay, nil
+}
+
+// advanceLive moves the cursor past a handled live event. A replay's
+// objects come in no order of resourceVersion, so only its end bookmark
+// is a point to resume from.
+func (s *Stream) advanceLive(replay *replayState, obj *unstructured.Unstructured, err error) {
+	if replay == nil && err == nil {
+		s.advance(obj.GetResourceVersion())
+	}
 }
 
 // synced ends a replay. The phase is Running before the handler hears of
@@ -104,7 +125,7 @@ func (s *Stream) watchError(resourceVersion string, obj any) (string, error) {
 	}
 	err := apierrors.FromObject(status)
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-		s.Observer.Gone(s.Scope)
+		s.gone(err)
 		return "", errReplay
 	}
 	return resourceVersion, fmt.Errorf("watch on %s: %w", s.Scope, err)
@@ -138,5 +159,6 @@ func (s *Stream) listThenFollow(ctx context.Context) (string, error) {
 	if err := s.synced(ctx, replay); err != nil {
 		return "", err
 	}
+	s.advance(listRV)
 	return s.follow(ctx, listRV, nil)
 }

@@ -12,6 +12,11 @@ type Observer interface {
 	Reconnect(scope Scope)
 	// Gone: the API server answered 410; a fresh replay follows.
 	Gone(scope Scope)
+	// Resumed: a stream started from its cursor, without a replay.
+	Resumed(scope Scope)
+	// ColdReplay: a stream with a cursor store started from a replay for
+	// reason (ColdNoCursor, ColdUnavailable, ColdExpired, ColdGone).
+	ColdReplay(scope Scope, reason string)
 }
 
 // NopObserver observes nothing.
@@ -21,3 +26,5 @@ func (NopObserver) Event(Scope, apiwatch.EventType) {}
 func (NopObserver) Replay(Scope)                    {}
 func (NopObserver) Reconnect(Scope)                 {}
 func (NopObserver) Gone(Scope)                      {}
+func (NopObserver) Resumed(Scope)                   {}
+func (NopObserver) ColdReplay(Scope, string)        {}

@@ -2,6 +2,7 @@ package watch_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -68,19 +69,34 @@ func (s *script) reactor(action clienttesting.Action) (bool, apiwatch.Interface,
 type counter struct {
 	mu                        sync.Mutex
 	replays, reconnects, gone int
+	resumes                   int
+	cold                      []string
 }
 
 func (c *counter) Event(watch.Scope, apiwatch.EventType) {}
 func (c *counter) Replay(watch.Scope)                    { c.mu.Lock(); c.replays++; c.mu.Unlock() }
 func (c *counter) Reconnect(watch.Scope)                 { c.mu.Lock(); c.reconnects++; c.mu.Unlock() }
 func (c *counter) Gone(watch.Scope)                      { c.mu.Lock(); c.gone++; c.mu.Unlock() }
+func (c *counter) Resumed(watch.Scope)                   { c.mu.Lock(); c.resumes++; c.mu.Unlock() }
+func (c *counter) ColdReplay(_ watch.Scope, reason string) {
+	c.mu.Lock()
+	c.cold = append(c.cold, reason)
+	c.mu.Unlock()
+}
 
 func runScripted(t *testing.T, client *dynamicfake.FakeDynamicClient, obs watch.Observer, want int) []watch.Event {
+	t.Helper()
+	return runStream(t, client, nil, obs, want)
+}
+
+// runStream runs a stream (from cur, when set) until it reported want
+// events.
+func runStream(t *testing.T, client *dynamicfake.FakeDynamicClient, cur watch.Cursor, obs watch.Observer, want int) []watch.Event {
 	t.Helper()
 	events := make(chan watch.Event, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &watch.Stream{Client: client, Scope: watch.Scope{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace: "ns"},
-		Log: testr.New(t), Observer: obs, MinBackoff: time.Millisecond,
+		Log: testr.New(t), Observer: obs, MinBackoff: time.Millisecond, Cursor: cur,
 		Handler: func(_ context.Context, ev watch.Event) error { events <- ev; return nil }}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Run(ctx) }()
@@ -173,4 +189,96 @@ func TestARefusedStreamingListFallsBackToListThenWatch(t *testing.T) {
 	got := runScripted(t, client, &counter{}, 4)
 	require.Equal(t, []watch.EventKind{watch.ReplayStart, watch.Upsert, watch.Upsert, watch.Synced}, kinds(got))
 	require.ElementsMatch(t, []watch.ObjectKey{{"ns", "a"}, {"ns", "b"}}, got[3].Present)
+}
+
+// cursor is a stored resume point for the scripted streams.
+type cursor struct {
+	mu       sync.Mutex
+	stored   string
+	err      error
+	advanced []string
+}
+
+func (c *cursor) Load(context.Context) (string, error) { return c.stored, c.err }
+func (c *cursor) Advance(rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.advanced = append(c.advanced, rv)
+}
+
+func runWithCursor(t *testing.T, sc *script, cur *cursor, obs watch.Observer, want int) []watch.Event {
+	t.Helper()
+	client := newFakeClient()
+	client.PrependWatchReactor("configmaps", sc.reactor)
+	return runStream(t, client, cur, obs, want)
+}
+
+func TestAStoredCursorResumesAWatchWithoutAReplay(t *testing.T) {
+	sc := &script{watches: [][]apiwatch.Event{
+		{{Type: apiwatch.Modified, Object: object("a", "12")}, {Type: apiwatch.Bookmark, Object: object("", "15")}},
+	}}
+	cur, obs := &cursor{stored: "10"}, &counter{}
+	got := runWithCursor(t, sc, cur, obs, 2)
+	require.Equal(t, []watch.EventKind{watch.Resumed, watch.Upsert}, kinds(got))
+	require.False(t, got[1].Replay)
+	require.Equal(t, "10", sc.opts[0].ResourceVersion, "opened from the cursor")
+	require.Nil(t, sc.opts[0].SendInitialEvents)
+	require.Equal(t, 1, obs.resumes)
+	require.Zero(t, obs.replays)
+	require.Eventually(t, func() bool {
+		cur.mu.Lock()
+		defer cur.mu.Unlock()
+		return len(cur.advanced) == 2
+	}, 10*time.Second, time.Millisecond, "the live event and the bookmark move the cursor")
+	require.Equal(t, []string{"12", "15"}, cur.advanced)
+}
+
+func TestACursorTheAPIServerNoLongerHasReplaysAndSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer *metav1.Status
+		reason string
+	}{
+		{"too old resource version", &apierrors.NewResourceExpired("too old resource version: 10 (30)").ErrStatus, watch.ColdExpired},
+		{"gone", &apierrors.NewGone("gone").ErrStatus, watch.ColdGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := &script{watches: [][]apiwatch.Event{
+				{{Type: apiwatch.Error, Object: tc.answer}},
+				{{Type: apiwatch.Added, Object: object("a", "31")}, {Type: apiwatch.Bookmark, Object: endOfReplay("32")}},
+			}}
+			cur, obs := &cursor{stored: "10"}, &counter{}
+			got := runWithCursor(t, sc, cur, obs, 4)
+			require.Equal(t, []watch.EventKind{watch.Resumed, watch.ReplayStart, watch.Upsert, watch.Synced}, kinds(got))
+			require.True(t, *sc.opts[1].SendInitialEvents)
+			require.Equal(t, []string{tc.reason}, obs.cold)
+			require.Eventually(t, func() bool {
+				cur.mu.Lock()
+				defer cur.mu.Unlock()
+				return len(cur.advanced) == 1
+			}, 10*time.Second, time.Millisecond)
+			require.Equal(t, []string{"32"}, cur.advanced, "only the replay's end is a point to resume from")
+		})
+	}
+}
+
+func TestNoCursorOrAnUnreadableOneReplays(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cursor *cursor
+		reason string
+	}{
+		{"no cursor", &cursor{}, watch.ColdNoCursor},
+		{"redis down", &cursor{stored: "10", err: errors.New("connection refused")}, watch.ColdUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := &script{watches: [][]apiwatch.Event{
+				{{Type: apiwatch.Added, Object: object("a", "5")}, {Type: apiwatch.Bookmark, Object: endOfReplay("6")}},
+			}}
+			obs := &counter{}
+			got := runWithCursor(t, sc, tc.cursor, obs, 3)
+			require.Equal(t, []watch.EventKind{watch.ReplayStart, watch.Upsert, watch.Synced}, kinds(got))
+			require.Equal(t, []string{tc.reason}, obs.cold)
+		})
+	}
 }

@@ -61,6 +61,10 @@ const (
 	// Synced: a replay ended; Present lists every object it reported, and
 	// anything else of this scope that Git still holds no longer exists.
 	Synced
+	// Resumed: the stream started from its cursor instead of a replay; Git
+	// already holds everything up to it. Should the API server refuse the
+	// cursor, a ReplayStart follows.
+	Resumed
 )
 
 // ObjectKey names an object within a scope.
@@ -123,9 +127,15 @@ type Stream struct {
 	// OnPhase, when set, is called from the stream's goroutine whenever its
 	// phase changes, so status can follow at once.
 	OnPhase func(Phase)
+	// Cursor, when set, is where the stream starts (a normal watch from the
+	// stored resourceVersion, announced by Resumed) and is kept current.
+	Cursor Cursor
 
 	phase     atomic.Int32
 	forbidden atomic.Pointer[Forbidden]
+	// resuming: the watch runs from the cursor and has not yet shown the
+	// API server still has it (stream goroutine only).
+	resuming bool
 }
 
 // Forbidden is the source's RBAC refusing a stream's list or watch. Unlike
@@ -173,7 +183,13 @@ func (s *Stream) Forbidden() *Forbidden { return s.forbidden.Load() }
 func (s *Stream) Run(ctx context.Context) error {
 	s.defaults()
 	backoff := s.connectBackoff()
-	resourceVersion := ""
+	resourceVersion := s.start(ctx)
+	if resourceVersion != "" {
+		if err := s.handle(ctx, Event{Kind: Resumed, Scope: s.Scope, Received: s.Clock.Now()}); err != nil {
+			return ifRunning(ctx, err)
+		}
+		s.Observer.Resumed(s.Scope)
+	}
 	for ctx.Err() == nil {
 		var err error
 		if resourceVersion == "" {
@@ -287,7 +303,7 @@ func (s *Stream) follow(ctx context.Context, resourceVersion string, replay *rep
 	w, err := s.resource().Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true})
 	if err != nil {
 		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-			s.Observer.Gone(s.Scope)
+			s.gone(err)
 			return "", errReplay
 		}
 		return resourceVersion, fmt.Errorf("resuming the watch on %s from %s: %w", s.Scope, resourceVersion, err)
@@ -296,6 +312,14 @@ func (s *Stream) follow(ctx context.Context, resourceVersion string, replay *rep
 		s.setPhase(PhaseRunning) // resumed: live again, without a replay
 	}
 	return s.consume(ctx, w, resourceVersion, replay)
+}
+
+// ifRunning is err unless ctx has ended (a stop, not a failure).
+func ifRunning(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 func refusesStreamingList(err error) bool {

@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/configbutler/gitops-reverser/internal/watch"
 )
@@ -20,23 +18,7 @@ var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmap
 // startStream runs a stream on ns and returns its events as they arrive.
 func startStream(t *testing.T, ns string) <-chan watch.Event {
 	t.Helper()
-	client, err := dynamic.NewForConfig(kube.Config())
-	require.NoError(t, err)
-	events := make(chan watch.Event, 100)
-	ctx, cancel := context.WithCancel(context.Background())
-	stream := &watch.Stream{
-		Client:  client,
-		Scope:   watch.Scope{GVR: configMaps, Namespace: ns},
-		Log:     testr.New(t),
-		Handler: func(ctx context.Context, ev watch.Event) error { events <- ev; return nil },
-	}
-	done := make(chan error, 1)
-	go func() { done <- stream.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	return events
+	return startStreamFrom(t, ns, nil, nil)
 }
 
 func next(t *testing.T, events <-chan watch.Event) watch.Event {

@@ -199,6 +199,12 @@ func uniqueName(base string) string {
 
 // waitReady polls the GitTarget until this operator run reports it Ready.
 func waitReady(ctx context.Context, e *benchEnv, m *mirror, op *operatorRun, timeout time.Duration) error {
+	return waitReadyEvery(ctx, e, m, op, timeout, 100*time.Millisecond)
+}
+
+// waitReadyEvery is waitReady polling every interval (finer where the time
+// to Ready is the figure).
+func waitReadyEvery(ctx context.Context, e *benchEnv, m *mirror, op *operatorRun, timeout, interval time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ready, err := m.ready(ctx, e)
@@ -211,7 +217,7 @@ func waitReady(ctx context.Context, e *benchEnv, m *mirror, op *operatorRun, tim
 		if time.Now().After(deadline) {
 			return fmt.Errorf("GitTarget %s/%s not Ready within %s (operator log %s)", m.name, m.target, timeout, op.logPath)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 

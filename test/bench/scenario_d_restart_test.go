@@ -124,10 +124,11 @@ func waitQuiet(ctx context.Context, op *operatorRun, quiet, timeout time.Duratio
 	}
 }
 
-// restartWithNothingChanged restarts the operator on a cluster Git already
-// matches: once the target is Ready and a quiet period passed, the branch
-// must not have moved.
-func restartWithNothingChanged(b *testing.B, e *benchEnv, m *mirror, scenario string, limits restartLimits) {
+// restartWithNothingChanged restarts the operator (with extra flags) on a
+// cluster Git already matches: once the target is Ready and a quiet period
+// passed, the branch must not have moved. It also reports what the run read
+// of the ConfigMaps from the API server.
+func restartWithNothingChanged(b *testing.B, e *benchEnv, m *mirror, scenario string, limits restartLimits, extra ...string) {
 	ctx := context.Background()
 	r := newReporter(b, scenario, m.repo.kind)
 	require.NoError(b, m.resetStatus(ctx, e))
@@ -135,10 +136,12 @@ func restartWithNothingChanged(b *testing.B, e *benchEnv, m *mirror, scenario st
 	require.NoError(b, err)
 	base, err := startMark(e, m)
 	require.NoError(b, err)
-	op, err := startOperator(e, m.name+"-unchanged")
+	bytesBefore, err := e.apiServerConfigMapBytes(ctx)
+	require.NoError(b, err)
+	op, err := startOperatorArgs(e, m.name+"-unchanged", extra...)
 	require.NoError(b, err)
 	defer stopOperator(b, op)
-	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
+	require.NoError(b, waitReadyEvery(ctx, e, m, op, time.Minute, 20*time.Millisecond))
 	ready := time.Since(op.started)
 	lastRequest, err := waitQuiet(ctx, op, quietPeriod, 2*time.Minute)
 	require.NoError(b, err)
@@ -153,6 +156,9 @@ func restartWithNothingChanged(b *testing.B, e *benchEnv, m *mirror, scenario st
 		r.info("start to last forge request", seconds(lastRequest.Sub(op.started)), "s")
 	}
 	r.atMost("commits", float64(commitsAfter-commitsBefore), "", 0)
+	bytesAfter, err := e.apiServerConfigMapBytes(ctx)
+	require.NoError(b, err)
+	r.info("ConfigMap bytes read from the API server", bytesAfter-bytesBefore, "B")
 	reportRequests(r, m, "", base, requests, 0, 0)
 	if limits.requests > 0 && m.repo.kind != forgeGit {
 		r.atMost("all forge requests of the run", requests.metrics.sum(metricRequests), "", limits.requests)

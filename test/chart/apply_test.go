@@ -110,7 +110,7 @@ func TestRenderedManifestsApply(t *testing.T) {
 			var sa corev1.ServiceAccount
 			require.NoError(t, env.kube.Client().Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "gr-gitops-reverser"}, &sa))
 			for _, o := range objs {
-				if o.GetKind() == "Deployment" || o.GetKind() == "Service" {
+				if !realKinds[o.GetKind()] {
 					continue // dry run only
 				}
 				got := &unstructured.Unstructured{}

@@ -46,6 +46,11 @@ func variants() []variant {
 		{"noLeaderElection", "operator: {leaderElect: false, additionalSensitiveResources: [sealedsecrets.bitnami.com]}\n"},
 		{"serviceMonitor", "metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}\n"},
 		{"attribution", "attribution: {enabled: true}\n"},
+		{"redis", redisValues},
+		{"credentialNamespaces", "rbac: {credentialNamespaces: [team-a, team-b], generateSigningKeys: true}\n"},
+		{"clusterWideSecrets", "rbac: {clusterWideSecrets: true, generateEncryptionKeys: true}\n"},
+		{"namespacedMirror", "rbac: {mirroredResources: [{apiGroups: [\"\"], resources: [configmaps]}, " +
+			"{apiGroups: [\"\"], resources: [secrets], namespaces: [team-a, team-b]}]}\n"},
 	}
 }
 
@@ -139,8 +144,14 @@ func TestTemplateDefaults(t *testing.T) {
 	oneOfKind(t, objs, "ServiceAccount")
 	oneOfKind(t, objs, "ClusterRole")
 	oneOfKind(t, objs, "ClusterRoleBinding")
-	oneOfKind(t, objs, "Role")
-	oneOfKind(t, objs, "Service")
+	require.Len(t, byKind(objs, "Role"), 2, "the leader election Role and the release namespace's Secrets Role")
+	require.Len(t, byKind(objs, "Service"), 2, "metrics and the admission webhook")
+	vwc := oneOfKind(t, objs, "ValidatingWebhookConfiguration")
+	hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
+	require.Len(t, hooks, 1)
+	hook := hooks[0].(map[string]any)
+	require.Equal(t, "Ignore", hook["failurePolicy"], "the webhook never blocks a request")
+	require.Equal(t, "/validate-operator-types", hook["clientConfig"].(map[string]any)["service"].(map[string]any)["path"])
 
 	d := oneOfKind(t, objs, "Deployment")
 	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
@@ -158,6 +169,9 @@ func TestTemplateDefaults(t *testing.T) {
 	require.Equal(t, "/readyz", c["readinessProbe"].(map[string]any)["httpGet"].(map[string]any)["path"])
 	require.Contains(t, c["args"], "--operator-namespace=$(POD_NAMESPACE)")
 	require.Contains(t, c["args"], "--leader-elect=true")
+	require.Contains(t, c["args"], "--admission-webhook-port=9443")
+	require.Contains(t, c["args"], "--admission-webhook-configuration=gr-gitops-reverser")
+	require.Contains(t, c["args"], "--admission-webhook-service-host=gr-gitops-reverser-admission.gitops-reverser.svc")
 	env := map[string]map[string]any{}
 	for _, e := range c["env"].([]any) {
 		env[e.(map[string]any)["name"].(string)] = e.(map[string]any)["valueFrom"].(map[string]any)
@@ -221,6 +235,41 @@ func TestTemplateCredentialsVariants(t *testing.T) {
 	})
 }
 
+// TestTemplateSecretAccess checks where the chart grants Secret access: by
+// default only in the release namespace, per namespace for
+// rbac.credentialNamespaces (the Deployment's --credential-namespaces
+// naming the same), cluster-wide only with rbac.clusterWideSecrets, and a
+// mirrored type with namespaces only there.
+func TestTemplateSecretAccess(t *testing.T) {
+	all := map[string]string{}
+	for _, v := range variants() {
+		all[v.name] = v.values
+	}
+	const ns = "gitops-reverser"
+	cases := []struct {
+		variant           string
+		reads, writes     []string
+		credentialNSFlag  []string
+		mirroredSecretsIn []string
+	}{
+		{"defaults", []string{ns}, nil, []string{ns}, nil},
+		{"token", []string{ns, "team-a"}, nil, []string{ns, "team-a"}, nil}, // credentials.namespace
+		{"credentialNamespaces", []string{ns, "team-a", "team-b"}, []string{ns, "team-a", "team-b"}, []string{ns, "team-a", "team-b"}, nil},
+		{"clusterWideSecrets", []string{""}, []string{""}, nil, nil},
+		{"namespacedMirror", []string{ns}, nil, []string{ns}, []string{"team-a", "team-b"}},
+		{"mirrorAllTypes", []string{ns}, nil, []string{ns}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.variant, func(t *testing.T) {
+			objs := render(t, "gr", ns, all[tc.variant])
+			require.Equal(t, tc.reads, secretRules(objs, "[get list watch]"), "where Secrets are read")
+			require.Equal(t, tc.writes, secretRules(objs, "[create update]"), "where Secrets are written")
+			require.Equal(t, tc.credentialNSFlag, credentialNamespacesFlag(t, objs))
+			require.Equal(t, tc.mirroredSecretsIn, secretRules(objs, "[list watch]"), "where Secrets are mirrored")
+		})
+	}
+}
+
 func TestSchemaRefusesBadValues(t *testing.T) {
 	cases := []struct {
 		name, values string
@@ -265,17 +314,30 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-// grantsSecretWrites reports whether the ClusterRole lets the operator
-// create and update Secrets, which generating a signing or age key needs.
+// grantsSecretWrites reports whether the ClusterRole or a Role lets the
+// operator create and update Secrets, which generating a signing or age
+// key needs.
 func grantsSecretWrites(t *testing.T, objs []*unstructured.Unstructured) bool {
 	t.Helper()
-	rules, _, _ := unstructured.NestedSlice(oneOfKind(t, objs, "ClusterRole").Object, "rules")
-	for _, r := range rules {
-		rule := r.(map[string]any)
-		if fmt.Sprint(rule["apiGroups"]) == "[]" && fmt.Sprint(rule["resources"]) == "[secrets]" &&
-			fmt.Sprint(rule["verbs"]) == "[create update]" {
-			return true
+	return len(secretRules(objs, "[create update]")) > 0
+}
+
+// secretRules are the namespaces ("" for the ClusterRole) whose rules grant
+// verbs (as fmt prints them, "[get list watch]") on core Secrets.
+func secretRules(objs []*unstructured.Unstructured, verbs string) []string {
+	var where []string
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			if fmt.Sprint(rule["apiGroups"]) == "[]" && fmt.Sprint(rule["resources"]) == "[secrets]" &&
+				fmt.Sprint(rule["verbs"]) == verbs {
+				where = append(where, o.GetNamespace())
+			}
 		}
 	}
-	return false
+	return where
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
@@ -25,7 +26,7 @@ import (
 // set); with rbac.generateSigningKeys=true both keys are generated.
 func TestSigningKeyGenerationNeedsTheChartsOptIn(t *testing.T) {
 	const release, opNS, team, sa = "sig", "signing-operator", "team-signing", "sig-gitops-reverser"
-	installForTeam(t, release, opNS, team)
+	objs := installForTeam(t, release, opNS, team, "")
 	provider := func(name, secret string) *v1alpha3.GitProvider {
 		p := gitProvider(team, name, team)
 		p.Spec.Commit.Signing = &v1alpha3.CommitSigning{SecretRef: v1alpha3.SecretKeyReference{Name: secret}, GenerateWhenMissing: true}
@@ -39,7 +40,7 @@ func TestSigningKeyGenerationNeedsTheChartsOptIn(t *testing.T) {
 		provider("updates", "existing"),
 	)
 
-	stop := startOperator(t, opNS, sa)
+	stop := startOperator(t, objs, opNS, sa)
 	for _, name := range []string{"creates", "updates"} {
 		require.Eventually(t, func() bool {
 			c := providerReady(t, team, name)
@@ -51,8 +52,9 @@ func TestSigningKeyGenerationNeedsTheChartsOptIn(t *testing.T) {
 	// rechecked every 5 minutes); a restart, as helm upgrade does, is not.
 	require.NoError(t, stop())
 
-	install(t, byKind(render(t, release, opNS, "rbac: {generateSigningKeys: true}\n"), "ClusterRole"))
-	stop = startOperator(t, opNS, sa)
+	// The Secret writes are in the credential namespaces' Roles.
+	install(t, byKind(render(t, release, opNS, teamValues(team, "generateSigningKeys: true")), "Role"))
+	stop = startOperator(t, objs, opNS, sa)
 	for name, secret := range map[string]string{"creates": "generated", "updates": "existing"} {
 		require.Eventually(t, func() bool {
 			c := providerReady(t, team, name)
@@ -103,7 +105,7 @@ func gitProvider(ns, name, repo string) *v1alpha3.GitProvider {
 // running operator generates both keys at the next resync.
 func TestEncryptionKeyGenerationNeedsTheChartsOptIn(t *testing.T) {
 	const release, opNS, team, sa = "enc", "encryption-operator", "team-encryption", "enc-gitops-reverser"
-	installForTeam(t, release, opNS, team)
+	objs := installForTeam(t, release, opNS, team, "")
 	target := func(name, secret string) *v1alpha3.GitTarget {
 		return &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name},
 			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: "clusters/" + name,
@@ -123,7 +125,7 @@ func TestEncryptionKeyGenerationNeedsTheChartsOptIn(t *testing.T) {
 		return meta.FindStatusCondition(targetConditions(t, team, name), v1alpha3.ConditionEncryptionConfigured)
 	}
 
-	stop := startOperator(t, opNS, sa)
+	stop := startOperator(t, objs, opNS, sa)
 	for _, name := range []string{"creates", "updates"} {
 		require.Eventually(t, func() bool {
 			c := encryptionConfigured(name)
@@ -136,10 +138,10 @@ func TestEncryptionKeyGenerationNeedsTheChartsOptIn(t *testing.T) {
 		require.Contains(t, c.Message, "rbac.generateEncryptionKeys=true")
 	}
 
-	// helm upgrade with the opt-in: only the ClusterRole changes. Key
+	// helm upgrade with the opt-in: only the Roles change. Key
 	// Secrets are read at every resync, so the running operator picks the
 	// grant up without a restart.
-	install(t, byKind(render(t, release, opNS, "rbac: {generateEncryptionKeys: true}\n"), "ClusterRole"))
+	install(t, byKind(render(t, release, opNS, teamValues(team, "generateEncryptionKeys: true")), "Role"))
 	for name, secret := range map[string]string{"creates": "age-generated", "updates": "age-existing"} {
 		require.Eventually(t, func() bool {
 			c := encryptionConfigured(name)
@@ -163,11 +165,25 @@ func localClusterProvider() *v1alpha3.ClusterProvider {
 }
 
 // installForTeam installs release into opNS with the chart's default values
-// and creates team's namespace and its repository on the Git server.
-func installForTeam(t *testing.T, release, opNS, team string) {
+// but team in rbac.credentialNamespaces (plus extra values, YAML under
+// rbac), creates team's namespace and its repository on the Git server,
+// and returns the rendered release.
+func installForTeam(t *testing.T, release, opNS, team, extraRBAC string) []*unstructured.Unstructured {
 	t.Helper()
 	_, err := env.git.CreateBareRepo(team)
 	require.NoError(t, err)
-	install(t, render(t, release, opNS, ""))
 	ensureNamespace(t, team)
+	objs := render(t, release, opNS, teamValues(team, extraRBAC))
+	install(t, objs)
+	return objs
+}
+
+// teamValues are the chart values granting team's Secrets, with extraRBAC
+// (e.g. "generateSigningKeys: true") added under rbac.
+func teamValues(team, extraRBAC string) string {
+	values := "rbac:\n  credentialNamespaces: [" + team + "]\n"
+	if extraRBAC != "" {
+		values += "  " + extraRBAC + "\n"
+	}
+	return values
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,34 +22,63 @@ import (
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
-// init keeps the operator's log quiet unless CHART_TEST_LOG=debug.
+// operatorLog holds every line the in-process operators logged, debug
+// level included, for the tests that scan it for Secret values.
+var operatorLog harness.SyncBuffer
+
+// init keeps the operator's log quiet unless CHART_TEST_LOG=debug, and
+// captures all of it in operatorLog.
 func init() {
-	harness.SetLogger("CHART_TEST_LOG")
+	harness.SetLoggerCapturing("CHART_TEST_LOG", &operatorLog)
 }
 
-// startOperator runs the operator in process as the chart's ServiceAccount
-// (impersonated), with the flags the chart's Deployment passes, until the
-// returned stop is called.
-// operatorOptions run the operator as the ServiceAccount namespace/name.
-func operatorOptions(namespace, serviceAccount string) operator.Options {
+// operatorOptions run the operator as the ServiceAccount namespace/name
+// (impersonated), with the flags the release's rendered Deployment (in
+// objs) passes that matter to its RBAC.
+func operatorOptions(t *testing.T, objs []*unstructured.Unstructured, namespace, serviceAccount string) operator.Options {
+	t.Helper()
 	return operator.Options{
-		Config:             env.kube.ConfigAsServiceAccount(namespace, serviceAccount),
-		MetricsAddr:        "0",
-		ProbeAddr:          "0",
-		LeaderElect:        true, // exercises the chart's Lease Role
-		OperatorNamespace:  namespace,
-		TargetResync:       2 * time.Second,
-		Registry:           prometheus.NewRegistry(),
-		SkipNameValidation: true,
-		PermissionWait:     time.Second,
+		Config:               env.kube.ConfigAsServiceAccount(namespace, serviceAccount),
+		CredentialNamespaces: credentialNamespacesFlag(t, objs),
+		MetricsAddr:          "0",
+		ProbeAddr:            "0",
+		LeaderElect:          true, // exercises the chart's Lease Role
+		OperatorNamespace:    namespace,
+		TargetResync:         2 * time.Second,
+		Registry:             prometheus.NewRegistry(),
+		SkipNameValidation:   true,
+		PermissionWait:       time.Second,
 	}
 }
 
-func startOperator(t *testing.T, namespace, serviceAccount string) (stop func() error) {
+func startOperator(t *testing.T, objs []*unstructured.Unstructured, namespace, serviceAccount string) (stop func() error) {
+	t.Helper()
+	return startOperatorWith(t, operatorOptions(t, objs, namespace, serviceAccount))
+}
+
+// credentialNamespacesFlag is the --credential-namespaces of the rendered
+// Deployment in objs, nil when it passes none.
+func credentialNamespacesFlag(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	containers, _, err := unstructured.NestedSlice(oneOfKind(t, objs, "Deployment").Object, "spec", "template", "spec", "containers")
+	require.NoError(t, err)
+	args, _, err := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	require.NoError(t, err)
+	for _, arg := range args {
+		if value, ok := strings.CutPrefix(arg, "--credential-namespaces="); ok {
+			return strings.Split(value, ",")
+		}
+	}
+	return nil
+}
+
+// startOperatorWith runs the operator in process with opts until the
+// returned stop is called.
+func startOperatorWith(t *testing.T, opts operator.Options) (stop func() error) {
 	t.Helper()
 	c, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- operator.Run(c, operatorOptions(namespace, serviceAccount)) }()
+	go func() { done <- operator.Run(c, opts) }()
 	stopped := false
 	stop = func() error {
 		if stopped {
@@ -142,7 +172,7 @@ func TestOperatorRunsWithExactlyTheChartsRBAC(t *testing.T) {
 
 		runCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		err = operator.Run(runCtx, operatorOptions(opNS, sa))
+		err = operator.Run(runCtx, operatorOptions(t, objs, opNS, sa))
 		require.ErrorContains(t, err, "list, watch gittargets.configbutler.ai cluster-wide", "the operator names what it lacks")
 		require.ErrorContains(t, err, "patch gittargets.configbutler.ai/status cluster-wide")
 		require.NotContains(t, err.Error(), "leases", "the chart's Role for leader election is bound")
@@ -154,7 +184,7 @@ func TestOperatorRunsWithExactlyTheChartsRBAC(t *testing.T) {
 
 	t.Run("with the chart's RBAC a ConfigMap is mirrored", func(t *testing.T) {
 		install(t, byKind(objs, "ClusterRoleBinding"))
-		stop := startOperator(t, opNS, sa)
+		stop := startOperator(t, objs, opNS, sa)
 		require.Eventually(t, func() bool {
 			c := meta.FindStatusCondition(targetConditions(t, team, target), v1alpha3.ConditionReady)
 			return c != nil && c.Status == metav1.ConditionTrue

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +24,7 @@ func TestDemoSmoke(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	dir := t.TempDir()
-	out := &syncBuffer{}
+	out := &harness.SyncBuffer{}
 
 	require.NoError(t, run(ctx, config{Dir: dir, Smoke: true, Out: out}), out.String())
 
@@ -47,7 +45,7 @@ func TestDemoFollowsNewCommitsUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	dir := t.TempDir()
-	out := &syncBuffer{}
+	out := &harness.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, config{Dir: dir, Out: out}) }()
 	waitForOutput(t, out, done, "Ctrl-C stops everything")
@@ -69,7 +67,7 @@ func TestDemoFollowsNewCommitsUntilCancelled(t *testing.T) {
 
 // requireRemoteKept checks that the stopped demo kept its Git remote, said
 // where, and that a clone of it holds file.
-func requireRemoteKept(t *testing.T, dir string, out *syncBuffer, file string) {
+func requireRemoteKept(t *testing.T, dir string, out *harness.SyncBuffer, file string) {
 	t.Helper()
 	_, said, found := strings.Cut(out.String(), "==> The Git remote stays at ")
 	require.True(t, found, "the demo says where its Git remote stays:\n%s", out.String())
@@ -99,7 +97,7 @@ func TestTheBuildNoteAppearsOnlyWhenABuildIsNeeded(t *testing.T) {
 
 // waitForOutput waits until the running demo printed text, failing when it
 // ends first.
-func waitForOutput(t *testing.T, out *syncBuffer, done <-chan error, text string) {
+func waitForOutput(t *testing.T, out *harness.SyncBuffer, done <-chan error, text string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for !strings.Contains(out.String(), text) {
@@ -110,22 +108,4 @@ func waitForOutput(t *testing.T, out *syncBuffer, done <-chan error, text string
 		}
 		require.True(t, time.Now().Before(deadline), "the demo did not print %q:\n%s", text, out.String())
 	}
-}
-
-// syncBuffer is the demo's output, read while the demo writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

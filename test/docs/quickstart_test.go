@@ -52,6 +52,12 @@ func TestQuickstartsMatchTheChartAndTheAPI(t *testing.T) {
 				case len(args) > 2 && args[0] == "helm" && (args[1] == "install" || args[1] == "upgrade"):
 					rendered := renderHelm(t, p, args, files)
 					deployments = append(deployments, namesOf(rendered, "Deployment")...)
+					// An upgrade with --reuse-values keeps the install's grants,
+					// which rendering it alone cannot show.
+					reused := slices.Contains(args, "--reuse-values")
+					require.True(t, reused || readsSecretsIn(rendered, provider.Namespace),
+						"the chart lets the operator read Secrets in the GitProvider's namespace %s (rbac.credentialNamespaces): %v",
+						provider.Namespace, args)
 					if secret := chartSecret(t, rendered); secret != nil {
 						require.Equal(t, provider.Spec.SecretRef.Name, secret.Name, "the GitProvider names the chart's Secret")
 						openProvider(t, provider, secret)
@@ -67,6 +73,26 @@ func TestQuickstartsMatchTheChartAndTheAPI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readsSecretsIn reports whether the rendered chart grants get on Secrets
+// in namespace: a Role there, or the ClusterRole.
+func readsSecretsIn(objs []*unstructured.Unstructured, namespace string) bool {
+	for _, o := range objs {
+		if (o.GetKind() != "Role" || o.GetNamespace() != namespace) && o.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			rule, _ := r.(map[string]any)
+			resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+			verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+			if slices.Contains(resources, "secrets") && slices.Contains(verbs, "get") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // acceptObjects creates the page's objects as a server-side dry run (their

@@ -22,9 +22,14 @@ import (
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
-// init keeps the operator's log quiet unless E2E_LOG=debug.
+// operatorLog is everything the suite's operators logged, debug level
+// included; the suite ends by scanning it for Secret values.
+var operatorLog harness.SyncBuffer
+
+// init keeps the operator's log quiet unless E2E_LOG=debug, and captures
+// all of it in operatorLog.
 func init() {
-	harness.SetLogger("E2E_LOG")
+	harness.SetLoggerCapturing("E2E_LOG", &operatorLog)
 }
 
 // operatorProcess is one run of the operator in this process.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 )
 
 // minSecretLength keeps short values ("v1", "true", a user name that is
@@ -100,4 +102,52 @@ func isBareRepository(dir string) bool {
 		}
 	}
 	return filepath.Base(dir) != ".git"
+}
+
+// scanLogAndEvents fails when the log of the suite's operators (debug level
+// included) or an Event of the API server holds a Secret value, as it is or
+// base64-encoded.
+func scanLogAndEvents() int {
+	needles, err := secretNeedles()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reading the Secret values to scan for:", err)
+		return 1
+	}
+	events, err := allEvents()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reading the Events to scan:", err)
+		return 1
+	}
+	surfaces := map[string]string{"the operators' log": operatorLog.String(), "the Events": events}
+	leaked := false
+	for surface, text := range surfaces {
+		for _, n := range needles {
+			if strings.Contains(text, n.text) {
+				fmt.Fprintf(os.Stderr, "SECRET VALUE IN %s: %s\n", strings.ToUpper(surface), n.what)
+				leaked = true
+			}
+		}
+	}
+	if leaked {
+		return 1
+	}
+	fmt.Printf("no Secret value in the operators' log (%d bytes) or the Events\n", len(surfaces["the operators' log"]))
+	return 0
+}
+
+// allEvents is every Event of the API server (both Event APIs) as JSON.
+func allEvents() (string, error) {
+	var core corev1.EventList
+	if err := env.kube.Client().List(context.Background(), &core); err != nil {
+		return "", fmt.Errorf("listing core Events: %w", err)
+	}
+	var events eventsv1.EventList
+	if err := env.kube.Client().List(context.Background(), &events); err != nil {
+		return "", fmt.Errorf("listing events.k8s.io Events: %w", err)
+	}
+	out, err := json.Marshal([]any{core.Items, events.Items})
+	if err != nil {
+		return "", fmt.Errorf("encoding the Events: %w", err)
+	}
+	return string(out), nil
 }

@@ -61,8 +61,12 @@ func run(m *testing.M) (int, error) {
 }
 
 // scanForSecretLeaks fails the suite when any repository a test wrote holds
-// a Secret value in plaintext: sensitive objects reach Git only encrypted.
+// a Secret value in plaintext (sensitive objects reach Git only
+// encrypted), or when the operators' log or any Event names one.
 func scanForSecretLeaks() int {
+	if code := scanLogAndEvents(); code != 0 {
+		return code
+	}
 	roots := []string{env.git.Root}
 	if giteaServer.dir != "" {
 		roots = append(roots, giteaServer.dir)

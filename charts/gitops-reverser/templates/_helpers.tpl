@@ -43,6 +43,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/* Name of the audit ingress's Service; the serving certificate names it. */}}
+{{- define "gitops-reverser.admissionService" -}}
+{{- printf "%s-admission" (include "gitops-reverser.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "gitops-reverser.auditService" -}}
 {{- printf "%s-audit" (include "gitops-reverser.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
@@ -73,11 +77,21 @@ the facts the first received.
 */}}
 {{- define "gitops-reverser.attributionChecks" -}}
 {{- if .Values.attribution.enabled -}}
-{{- if gt (int .Values.replicaCount) 1 -}}
-{{- fail (printf "attribution.enabled=true keeps audit facts in memory in one process (--author-attribution-transport=memory) and needs replicaCount: 1, not %v" .Values.replicaCount) -}}
+{{- if and (gt (int .Values.replicaCount) 1) (not .Values.redis.addr) -}}
+{{- fail (printf "attribution.enabled=true keeps audit facts in memory in one process (--author-attribution-transport=memory) and needs replicaCount: 1, not %v (or redis.addr, for the Redis transport)" .Values.replicaCount) -}}
 {{- end -}}
 {{- if and .Values.attribution.certManager.enabled (not (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
 {{- fail "attribution.certManager.enabled=true needs cert-manager (the cert-manager.io/v1 API) in the cluster; install it, or set it false and the chart generates the certificates" -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The namespaces whose Secrets the operator reads, as a JSON list: the release
+namespace (remote kubeconfigs), credentials.namespace and
+rbac.credentialNamespaces, without duplicates, sorted.
+*/}}
+{{- define "gitops-reverser.credentialNamespaces" -}}
+{{- $all := concat (list .Release.Namespace (include "gitops-reverser.credentialsNamespace" .)) .Values.rbac.credentialNamespaces -}}
+{{- toJson ($all | uniq | sortAlpha) -}}
 {{- end -}}

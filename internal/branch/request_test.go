@@ -1,0 +1,177 @@
+package branch
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+)
+
+var (
+	alice = Author{Name: "Alice", Email: "alice@example.com", Kind: AuthorUser}
+	bob   = Author{Name: "Bob", Email: "bob@example.com", Kind: AuthorUser}
+)
+
+// requestWorker is a hand-driven worker whose windows close only when a
+// test says so (an hour of silence) or a request closes them.
+func requestWorker(t *testing.T) (*Worker, *emptyRepository, func(time.Duration), TargetKey) {
+	w, forge, clock, key := handDrivenWorker(t)
+	w.cfg.CommitWindow = time.Hour
+	step := func(d time.Duration) {
+		clock.Step(d)
+		w.tick(context.Background())
+	}
+	return w, forge, step, key
+}
+
+func change(name string) Write {
+	return Write{ID: manifest.ObjectID{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "team", Name: name},
+		YAML: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: team\n")}
+}
+
+// request is a CommitRequest due after delay whose outcome lands in *got.
+func request(w *Worker, key TargetKey, submitter *Author, delay time.Duration, message string, got *[]RequestOutcome) *Request {
+	return &Request{ID: "team/save", Target: key, Submitter: submitter, Deadline: w.cfg.Clock.Now().Add(delay), Message: message,
+		Done: func(o RequestOutcome) { *got = append(*got, o) }}
+}
+
+func TestARequestClosesItsSubmittersWindowAtTheDeadlineWithItsMessage(t *testing.T) {
+	ctx := context.Background()
+	w, forge, step, key := requestWorker(t)
+	var got []RequestOutcome
+	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, 2*time.Second, "Release 1.2: tune limits", &got)})
+	step(time.Second)
+	require.Empty(t, forge.commits, "the close delay lets the submitter's own changes join")
+	w.handle(ctx, writeMsg{target: key, author: alice, write: change("two")})
+	step(time.Second)
+
+	require.Len(t, forge.commits, 1)
+	require.Equal(t, "Release 1.2: tune limits", forge.commits[0].Message, "verbatim")
+	require.Equal(t, "Alice", forge.commits[0].Author.Name)
+	require.Len(t, forge.commits[0].Changes, 3, "both changes and the README")
+	require.Equal(t, []RequestOutcome{{Reason: RequestCommitted, Branch: "main", Commit: "0000000000000000000000000000000000000001",
+		Detail: "committed and pushed"}}, got)
+}
+
+func TestARequestNeverClosesAnotherAuthorsWindow(t *testing.T) {
+	ctx := context.Background()
+	w, forge, step, key := requestWorker(t)
+	var got []RequestOutcome
+	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
+	w.handle(ctx, attachMsg{req: request(w, key, &bob, 0, "Bob's save", &got)})
+	require.Len(t, got, 1)
+	require.Equal(t, RequestWindowMismatch, got[0].Reason)
+	require.Contains(t, got[0].Detail, "Alice")
+	require.Empty(t, forge.commits, "Alice's window is untouched")
+
+	w.handle(ctx, attachMsg{req: request(w, key, nil, 0, "nobody's save", &got)})
+	require.Equal(t, RequestWindowMismatch, got[1].Reason, "a request that claims no actor closes no named window")
+
+	step(time.Hour)
+	require.Len(t, forge.commits, 1, "the window closes by silence")
+	require.NotEqual(t, "Bob's save", forge.commits[0].Message)
+}
+
+func TestARequestWithNoWindowByItsDeadlineEndsWithoutACommit(t *testing.T) {
+	ctx := context.Background()
+	w, forge, step, key := requestWorker(t)
+	var got []RequestOutcome
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, 3*time.Second, "", &got)})
+	step(2 * time.Second)
+	require.Empty(t, got)
+	w.handle(ctx, writeMsg{target: key, author: bob, write: change("bobs")}) // not hers to close
+	step(time.Second)
+	require.Len(t, got, 1)
+	require.Equal(t, RequestWindowMismatch, got[0].Reason)
+
+	w.handle(ctx, attachMsg{req: request(w, TargetKey{Namespace: "team", Name: "other"}, &alice, time.Second, "", &got)})
+	step(time.Second)
+	require.Equal(t, RequestNoWindowInGrace, got[1].Reason)
+	require.Empty(t, forge.commits)
+}
+
+func TestAWindowOpenedWithinTheDelayIsClosedByTheWaitingRequest(t *testing.T) {
+	ctx := context.Background()
+	w, forge, step, key := requestWorker(t)
+	var got []RequestOutcome
+	w.handle(ctx, attachMsg{req: request(w, key, nil, 5*time.Second, "saved", &got)})
+	step(2 * time.Second)
+	w.handle(ctx, writeMsg{target: key, write: change("late")}) // the committer's: names nobody
+	step(3 * time.Second)
+	require.Len(t, forge.commits, 1)
+	require.Equal(t, "saved", forge.commits[0].Message)
+	require.Equal(t, RequestCommitted, got[0].Reason)
+}
+
+func TestARequestedWindowIsNeverMergedWithAnother(t *testing.T) {
+	ctx := context.Background()
+	w, forge, _, key := requestWorker(t)
+	var got []RequestOutcome
+	w.retryAt = w.cfg.Clock.Now().Add(time.Hour) // the forge asked to wait: windows pile up
+	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", &got)})
+	w.handle(ctx, writeMsg{target: key, author: alice, write: change("two")})
+	w.finalize(ctx)
+	w.retryAt = time.Time{}
+	w.push(ctx)
+	require.Len(t, forge.commits, 2)
+	require.Equal(t, "hers", forge.commits[0].Message)
+	require.NotEqual(t, "hers", forge.commits[1].Message)
+}
+
+// failingOnce fails its first commit.
+type failingOnce struct {
+	emptyRepository
+	failed bool
+}
+
+func (f *failingOnce) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
+	if !f.failed {
+		f.failed = true
+		return forges.CommitResult{}, errors.New("the remote refused")
+	}
+	return f.emptyRepository.Commit(ctx, req)
+}
+
+func TestAFailedRequestedCommitReportsAndIsRetriedWithItsMessage(t *testing.T) {
+	ctx := context.Background()
+	w, _, step, key := requestWorker(t)
+	forge := &failingOnce{}
+	w.cfg.Forge = forge
+	w.state = newBranchState(forge, "main")
+	w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+	var got []RequestOutcome
+	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", &got)})
+	require.Len(t, got, 1)
+	require.Equal(t, RequestFinalizeFailed, got[0].Reason)
+	require.Contains(t, got[0].Detail, "the remote refused")
+
+	step(time.Minute) // past the retry backoff
+	require.Len(t, forge.commits, 1)
+	require.Equal(t, "hers", forge.commits[0].Message)
+	require.Len(t, got, 1, "a request ends once")
+}
+
+func TestARequestEndsWhenItsTargetOrWorkerGoesAway(t *testing.T) {
+	ctx := context.Background()
+	w, _, _, key := requestWorker(t)
+	var got []RequestOutcome
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, time.Hour, "", &got)})
+	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
+	w.handle(ctx, targetMsg{target: Target{Key: key}, remove: true})
+	require.Len(t, got, 1)
+	require.Equal(t, RequestFinalizeFailed, got[0].Reason)
+
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, time.Hour, "", &got)})
+	w.Discard()
+	w.shutdown()
+	require.Len(t, got, 2)
+	require.Equal(t, RequestFinalizeFailed, got[1].Reason)
+}

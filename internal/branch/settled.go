@@ -1,0 +1,64 @@
+package branch
+
+import "context"
+
+// settledMsg asks to be told once target's earlier writes are in Git.
+type settledMsg struct {
+	target TargetKey
+	fn     func()
+}
+
+// settleWaiter is a settledMsg waiting for the windows of its target that
+// were opened before it (sequence below upTo) to leave the worker.
+type settleWaiter struct {
+	target TargetKey
+	upTo   uint64
+	fn     func()
+}
+
+// WhenSettled calls fn, from the worker's goroutine, once every write and
+// sweep of target queued before this call has reached the remote, or was
+// dropped with its target. It never closes a window early: writes go out
+// on their usual schedule, and fn waits for them. A watch stores its resume
+// point with it, so a crash never skips a change that was not in Git yet.
+// fn must not block; a worker that stops first never calls it.
+func (w *Worker) WhenSettled(ctx context.Context, target TargetKey, fn func()) error {
+	return w.send(ctx, settledMsg{target: target, fn: fn})
+}
+
+// addSettleWaiter registers m, answering it at once when nothing of its
+// target is held.
+func (w *Worker) addSettleWaiter(m settledMsg) {
+	w.settleWaiters = append(w.settleWaiters, settleWaiter{target: m.target, upTo: w.windowSeq, fn: m.fn})
+	w.notifySettled()
+}
+
+// notifySettled answers the waiters whose target holds no window opened
+// before them.
+func (w *Worker) notifySettled() {
+	kept := w.settleWaiters[:0]
+	for _, s := range w.settleWaiters {
+		if w.holdsBefore(s.target, s.upTo) {
+			kept = append(kept, s)
+			continue
+		}
+		s.fn()
+	}
+	clear(w.settleWaiters[len(kept):])
+	w.settleWaiters = kept
+}
+
+// holdsBefore reports whether the open or a pending window of target was
+// opened before sequence upTo. A window another absorbed keeps living in
+// the earlier one, so the answer errs on waiting longer.
+func (w *Worker) holdsBefore(target TargetKey, upTo uint64) bool {
+	if w.window != nil && w.window.target == target && w.window.seq < upTo {
+		return true
+	}
+	for _, p := range w.pending {
+		if p.target == target && p.seq < upTo {
+			return true
+		}
+	}
+	return false
+}

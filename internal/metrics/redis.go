@@ -1,0 +1,46 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// RedisMetrics are the families of the operator's Redis use; it
+// implements mirror.CursorObserver. Register it only with --redis-addr.
+type RedisMetrics struct {
+	cursorWrites prometheus.Counter
+	errors       *prometheus.CounterVec
+}
+
+// redisOperations are the values of redis_errors_total{operation}.
+var redisOperations = []string{"load", "save", "delete"}
+
+// NewRedisMetrics builds the families, every operation's errors at zero.
+func NewRedisMetrics() *RedisMetrics {
+	m := &RedisMetrics{
+		cursorWrites: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "watch_cursor_writes_total",
+			Help: "Resume cursors stored in Redis (each refreshes its TTL); written in batches once their changes are in Git."}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "redis_errors_total",
+			Help: "Failed Redis calls for resume cursors, by operation (load: the stream replays; save: retried on the next " +
+				"flush; delete)."}, []string{"operation"}),
+	}
+	for _, op := range redisOperations {
+		m.errors.WithLabelValues(op)
+	}
+	return m
+}
+
+// Register adds the families to reg.
+func (m *RedisMetrics) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.cursorWrites, m.errors} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CursorsWritten implements mirror.CursorObserver.
+func (m *RedisMetrics) CursorsWritten(n int) { m.cursorWrites.Add(float64(n)) }
+
+// CursorError implements mirror.CursorObserver.
+func (m *RedisMetrics) CursorError(op string, _ error) { m.errors.WithLabelValues(op).Inc() }

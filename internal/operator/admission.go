@@ -1,0 +1,124 @@
+package operator
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/configbutler/gitops-reverser/internal/admission"
+	"github.com/configbutler/gitops-reverser/internal/kubescheme"
+	"github.com/configbutler/gitops-reverser/internal/metrics"
+)
+
+// AdmissionOptions serve the /validate-operator-types webhook, which names
+// the submitter of each CommitRequest.
+type AdmissionOptions struct {
+	// Host and Port are where the webhook listens (all addresses when Host
+	// is empty).
+	Host string
+	Port int
+	// CertDir holds tls.crt and tls.key (a cert-manager Certificate's
+	// Secret); when empty the operator issues its own from a CA it
+	// generates, and keeps that CA in the caBundle of WebhookConfiguration.
+	CertDir              string
+	WebhookConfiguration string
+	// ServiceHost is the name or IP the API server calls the webhook by
+	// (the Service's DNS name); DNSNames are more names for the
+	// self-issued certificate.
+	ServiceHost string
+	DNSNames    []string
+}
+
+func (a *AdmissionOptions) check() error {
+	if a.Port <= 0 {
+		return errors.New("the admission webhook needs a port")
+	}
+	if a.CertDir == "" && a.ServiceHost == "" {
+		return errors.New("a self-issued admission webhook certificate needs the name the API server calls it by (--admission-webhook-service-host)")
+	}
+	return nil
+}
+
+// admissionSetup is the webhook a manager serves: the server for its
+// options, and the record the CommitRequest controller reads.
+type admissionSetup struct {
+	server     webhook.Server
+	certs      *admission.SelfSigned
+	submitters *admission.Submitters
+}
+
+// newAdmission builds the webhook server before the manager, which takes
+// it in its options; nil options serve nothing.
+func newAdmission(cfg *rest.Config, o *AdmissionOptions) (*admissionSetup, error) {
+	if o == nil {
+		return nil, nil
+	}
+	if err := o.check(); err != nil {
+		return nil, fmt.Errorf("admission webhook: %w", err)
+	}
+	s := &admissionSetup{submitters: admission.NewSubmitters(0, 0, nil)}
+	opts := webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}
+	if o.CertDir == "" {
+		scheme, err := kubescheme.New()
+		if err != nil {
+			return nil, err
+		}
+		// Uncached: the operator reads one ValidatingWebhookConfiguration,
+		// it does not watch them all.
+		c, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, fmt.Errorf("building the admission webhook's client: %w", err)
+		}
+		s.certs = &admission.SelfSigned{Host: o.ServiceHost, DNSNames: o.DNSNames, Webhook: o.WebhookConfiguration,
+			Client: c, Log: ctrl.Log.WithName("admission")}
+		if ip := net.ParseIP(o.ServiceHost); ip != nil {
+			s.certs.IPs = []net.IP{ip}
+		}
+		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = s.certs.GetCertificate }}
+	}
+	s.server = webhook.NewServer(opts)
+	return s, nil
+}
+
+// start registers the handler and, for a self-issued certificate, issues
+// it before the server first serves and keeps it current.
+func (s *admissionSetup) start(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer) error {
+	if s == nil {
+		return nil
+	}
+	am := metrics.NewAdmissionMetrics()
+	if err := am.Register(reg); err != nil {
+		return fmt.Errorf("registering admission metrics: %w", err)
+	}
+	// The manager runs the server it was given once asked for it.
+	mgr.GetWebhookServer().Register(admission.Path, &webhook.Admission{Handler: &admission.Handler{Submitters: s.submitters, Observer: am}})
+	if s.certs == nil {
+		return nil
+	}
+	if err := s.certs.Ensure(ctx); err != nil {
+		// Serving waits for nothing: a caBundle not injected yet only
+		// costs submitters until the next check.
+		ctrl.Log.WithName("admission").Error(err, "the admission webhook certificate is not in place yet; retrying")
+	}
+	if err := mgr.Add(s.certs); err != nil {
+		return fmt.Errorf("adding the admission webhook certificate keeper: %w", err)
+	}
+	return nil
+}
+
+// lookup is the submitter record for the CommitRequest controller; nil
+// when the webhook is off.
+func (s *admissionSetup) lookup() admission.SubmitterLookup {
+	if s == nil {
+		return nil
+	}
+	return s.submitters
+}

@@ -1,0 +1,80 @@
+package watch_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/configbutler/gitops-reverser/internal/watch"
+)
+
+// startStreamFrom runs a stream on ns that starts from cur.
+func startStreamFrom(t *testing.T, ns string, cur watch.Cursor, obs watch.Observer) <-chan watch.Event {
+	t.Helper()
+	client, err := dynamic.NewForConfig(kube.Config())
+	require.NoError(t, err)
+	events := make(chan watch.Event, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	stream := &watch.Stream{Client: client, Scope: watch.Scope{GVR: configMaps, Namespace: ns}, Log: testr.New(t),
+		Cursor: cur, Observer: obs, Handler: func(ctx context.Context, ev watch.Event) error { events <- ev; return nil }}
+	done := make(chan error, 1)
+	go func() { done <- stream.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return events
+}
+
+func resourceVersionOf(t *testing.T, ns, name string) string {
+	t.Helper()
+	var cm corev1.ConfigMap
+	require.NoError(t, kube.Client().Get(context.Background(), keyOf(ns, name), &cm))
+	return cm.ResourceVersion
+}
+
+func TestARealAPIServerResumesFromACursorAndReplaysOnceItIsCompactedAway(t *testing.T) {
+	createNamespace(t, "resume", "a")
+	cursorAtA := resourceVersionOf(t, "resume", "a")
+	require.NoError(t, kube.Client().Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "resume", Name: "b"}, Data: map[string]string{"key": "b"}}))
+
+	t.Run("resumed: only what happened after the cursor", func(t *testing.T) {
+		obs := &counter{}
+		events := startStreamFrom(t, "resume", &cursor{stored: cursorAtA}, obs)
+		require.Equal(t, watch.Resumed, next(t, events).Kind)
+		ev := next(t, events)
+		require.Equal(t, watch.Upsert, ev.Kind)
+		require.False(t, ev.Replay)
+		require.Equal(t, "b", ev.Object.GetName(), "a, from before the cursor, is not reported again")
+	})
+
+	_, err := kube.CompactEtcd(context.Background())
+	require.NoError(t, err)
+
+	t.Run("compacted away: a replay", func(t *testing.T) {
+		obs := &counter{}
+		events := startStreamFrom(t, "resume", &cursor{stored: cursorAtA}, obs)
+		require.Equal(t, watch.Resumed, next(t, events).Kind)
+		require.Equal(t, watch.ReplayStart, next(t, events).Kind)
+		var replayed []string
+		for range 2 {
+			ev := next(t, events)
+			require.True(t, ev.Replay)
+			replayed = append(replayed, ev.Object.GetName())
+		}
+		require.ElementsMatch(t, []string{"a", "b"}, replayed)
+		require.Equal(t, watch.Synced, next(t, events).Kind)
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		require.Equal(t, []string{watch.ColdExpired}, obs.cold)
+	})
+}
+
+func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
