@@ -6,6 +6,7 @@
 package admission
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -28,11 +29,31 @@ type SubmitterLookup interface {
 	Submitter(uid types.UID) (facts.Actor, bool)
 }
 
+// SharedSubmitters is a record of submitters every replica reads (Redis).
+type SharedSubmitters interface {
+	Record(ctx context.Context, uid string, actor facts.Actor) error
+	Submitter(ctx context.Context, uid string) (facts.Actor, bool, error)
+}
+
+// sharedTimeout bounds one call to the shared record: the webhook answers
+// within the API server's timeout, and a controller reconcile is not held
+// by a slow Redis.
+const sharedTimeout = time.Second
+
 // Submitters is the bounded in-process record of CommitRequest submitters:
-// least recently used beyond Max, forgotten after TTL.
+// least recently used beyond Max, forgotten after TTL. With Shared set it
+// also writes each submitter there and reads one it does not hold from
+// there, so the replica that reconciles a request need not be the one that
+// admitted it.
 type Submitters struct {
 	ttl   time.Duration
 	cache *cache.LRUExpireCache
+	// Shared, when set, is the record other replicas read.
+	Shared SharedSubmitters
+	// OnError, when set, is told about a failed call to Shared
+	// ("submitter_write", "submitter_read"); the in-process record still
+	// holds what it can.
+	OnError func(op string, err error)
 }
 
 var _ SubmitterLookup = (*Submitters)(nil)
@@ -53,13 +74,42 @@ func NewSubmitters(max int, ttl time.Duration, c clock.PassiveClock) *Submitters
 }
 
 // Record keeps who submitted the CommitRequest uid.
-func (s *Submitters) Record(uid types.UID, actor facts.Actor) { s.cache.Add(uid, actor, s.ttl) }
+func (s *Submitters) Record(uid types.UID, actor facts.Actor) {
+	s.cache.Add(uid, actor, s.ttl)
+	if s.Shared == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	if err := s.Shared.Record(ctx, string(uid), actor); err != nil {
+		s.failed("submitter_write", err)
+	}
+}
 
-// Submitter is who submitted the CommitRequest uid, if recorded.
+// Submitter is who submitted the CommitRequest uid, if recorded here or
+// in the shared record.
 func (s *Submitters) Submitter(uid types.UID) (facts.Actor, bool) {
-	v, ok := s.cache.Get(uid)
-	if !ok {
+	if v, ok := s.cache.Get(uid); ok {
+		return v.(facts.Actor), true
+	}
+	if s.Shared == nil {
 		return facts.Actor{}, false
 	}
-	return v.(facts.Actor), true
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	actor, ok, err := s.Shared.Submitter(ctx, string(uid))
+	if err != nil {
+		s.failed("submitter_read", err)
+		return facts.Actor{}, false
+	}
+	if ok {
+		s.cache.Add(uid, actor, s.ttl)
+	}
+	return actor, ok
+}
+
+func (s *Submitters) failed(op string, err error) {
+	if s.OnError != nil {
+		s.OnError(op, err)
+	}
 }

@@ -43,4 +43,7 @@ func (m *RedisMetrics) Register(reg prometheus.Registerer) error {
 func (m *RedisMetrics) CursorsWritten(n int) { m.cursorWrites.Add(float64(n)) }
 
 // CursorError implements mirror.CursorObserver.
-func (m *RedisMetrics) CursorError(op string, _ error) { m.errors.WithLabelValues(op).Inc() }
+func (m *RedisMetrics) CursorError(op string, err error) { m.Failed(op, err) }
+
+// Failed counts a failed Redis operation, redis_errors_total{op}.
+func (m *RedisMetrics) Failed(op string, _ error) { m.errors.WithLabelValues(op).Inc() }

@@ -114,6 +114,16 @@ func (s *admissionSetup) start(ctx context.Context, mgr ctrl.Manager, reg promet
 	return nil
 }
 
+// share has the submitter record written to and read from a record every
+// replica reads; errors is told about its failures.
+func (s *admissionSetup) share(shared admission.SharedSubmitters, errors interface{ Failed(op string, err error) }) {
+	if s == nil {
+		return
+	}
+	s.submitters.Shared = shared
+	s.submitters.OnError = errors.Failed
+}
+
 // lookup is the submitter record for the CommitRequest controller; nil
 // when the webhook is off.
 func (s *admissionSetup) lookup() admission.SubmitterLookup {

@@ -145,9 +145,13 @@ func Run(ctx context.Context, o Options) error {
 		BufferMax: o.BufferMax, Log: ctrl.Log.WithName("engine"), Metrics: m, Attribution: pipeline.engineAttribution(),
 	}
 	if redisClient != nil {
-		if err := useCursors(&engineOpts, redisClient, o.Redis, reg); err != nil {
-			return err
+		rm := metrics.NewRedisMetrics()
+		if err := rm.Register(reg); err != nil {
+			return fmt.Errorf("registering Redis metrics: %w", err)
 		}
+		engineOpts.Cursors = &redisstore.Cursors{Client: redisClient, Prefix: o.Redis.Prefix()}
+		engineOpts.CursorObserver = rm
+		webhooks.share(&redisstore.Submitters{Client: redisClient, Prefix: o.Redis.Prefix()}, rm)
 	}
 	eng := engine.New(engineOpts)
 	if err := mgr.Add(eng); err != nil {
@@ -277,17 +281,6 @@ func setupRedis(mgr ctrl.Manager, o *redisconn.Options) (*goredis.Client, error)
 		return nil, fmt.Errorf("adding the Redis readiness check: %w", err)
 	}
 	return client, nil
-}
-
-// useCursors has the engine keep the watches' resume cursors in Redis.
-func useCursors(opts *engine.Options, client *goredis.Client, o *redisconn.Options, reg prometheus.Registerer) error {
-	rm := metrics.NewRedisMetrics()
-	if err := rm.Register(reg); err != nil {
-		return fmt.Errorf("registering Redis metrics: %w", err)
-	}
-	opts.Cursors = &redisstore.Cursors{Client: client, Prefix: o.Prefix()}
-	opts.CursorObserver = rm
-	return nil
 }
 
 func orDefault(s, def string) string {
