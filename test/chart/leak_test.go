@@ -54,10 +54,12 @@ func TestSecretsMirrorWithANamespacedGrantAndNoValueLeaks(t *testing.T) {
 			Data: map[string][]byte{"age.agekey": []byte(identity)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "db"},
 			StringData: map[string]string{"password": dbPassword}},
-		// Refused (its file would be kustomization.yaml): a Warning Event.
+		// Refused (the declared placement names kustomization.yaml, a
+		// build file): a Warning Event.
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "kustomization"}, Data: map[string]string{"k": "v"}},
 		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: target},
 			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: path,
+				Placement: &v1alpha3.PlacementSpec{ByType: map[string]v1alpha3.PathTemplate{"v1/configmaps": "{namespace}/kustomization.yaml"}},
 				Encryption: &v1alpha3.EncryptionSpec{Age: v1alpha3.AgeEncryption{SecretRef: &v1alpha3.LocalObjectReference{Name: "sops-age"}}}}},
 		&v1alpha3.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "rule"},
 			Spec: v1alpha3.WatchRuleSpec{TargetRef: v1alpha3.TargetReference{Name: target},
