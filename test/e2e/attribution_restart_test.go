@@ -77,9 +77,13 @@ func TestAFactPublishedBeforeARestartNamesTheAuthorOfAChangeCommittedAfterIt(t *
 
 	startOperatorWith(t, tune)
 	eventually(t, "the change in Git", func() bool { return containsLine(gitFile(t, m.repo, file), `  v: "2"`) })
+	// A replay's writes are the committer's: alice as the author says the
+	// change came as a live event of the resumed watch.
 	require.Equal(t, "Alice Liddell <alice@example.com>", authorOf(t, m, file))
-	require.Equal(t, 1.0, metricSumWhere(t, "gitopsreverser_watch_resumes_total", map[string]string{"resource": "configmaps"}),
-		"the change came as a live event of a resumed watch, not a replay")
+	// Other tests' GitTargets in the cluster resume too (the metric has no
+	// target label), so this one is at least one of them.
+	require.GreaterOrEqual(t, metricSumWhere(t, "gitopsreverser_watch_resumes_total", map[string]string{"resource": "configmaps"}), 1.0,
+		"the configmaps stream resumed from its cursor")
 }
 
 func resourceVersion(t *testing.T, ns, name string) string {
