@@ -59,7 +59,7 @@ func TestSecretsMirrorWithANamespacedGrantAndNoValueLeaks(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "kustomization"}, Data: map[string]string{"k": "v"}},
 		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: target},
 			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: path,
-				Placement: &v1alpha3.PlacementSpec{ByType: map[string]v1alpha3.PathTemplate{"v1/configmaps": "{namespace}/kustomization.yaml"}},
+				Placement:  &v1alpha3.PlacementSpec{ByType: map[string]v1alpha3.PathTemplate{"v1/configmaps": "{namespace}/kustomization.yaml"}},
 				Encryption: &v1alpha3.EncryptionSpec{Age: v1alpha3.AgeEncryption{SecretRef: &v1alpha3.LocalObjectReference{Name: "sops-age"}}}}},
 		&v1alpha3.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "rule"},
 			Spec: v1alpha3.WatchRuleSpec{TargetRef: v1alpha3.TargetReference{Name: target},
