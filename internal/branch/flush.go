@@ -19,11 +19,15 @@ func (w *Worker) push(ctx context.Context) {
 	w.coalesce()
 	now := w.cfg.Clock.Now()
 	if now.Before(w.retryAt) {
+		for _, win := range w.pending {
+			failHeld(win, w.retryAt)
+		}
 		return
 	}
 	for i := 0; i < len(w.pending); {
 		win := w.pending[i]
 		if until, ok := w.parked[win.target]; ok && now.Before(until) {
+			failHeld(win, until)
 			i++ // keeps this target's windows in order behind the parked one
 			continue
 		}
@@ -109,6 +113,7 @@ func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
 		return false, err
 	}
 	w.reportRefusals(win, plan)
+	win.refused = len(plan.refusals)
 	if len(plan.files) == 0 {
 		return false, nil
 	}
@@ -232,6 +237,12 @@ func (w *Worker) failed(win *window, err error) bool {
 	// content a human has since cleaned up) is judged on fresh state.
 	w.state.known = false
 	failRequest(win, err)
+	if !targetOnly {
+		// The whole branch waits; the push loop stops here.
+		for _, held := range w.pending {
+			failHeld(held, until)
+		}
+	}
 	w.cfg.Log.Info("commit failed; keeping the writes for a retry",
 		"target", win.target.String(), "retryIn", delay.String(), "error", err.Error())
 	if w.cfg.OnError != nil {

@@ -2,6 +2,7 @@ package branch
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -156,7 +157,12 @@ func (w *Worker) pushed(win *window, committed bool) {
 		return
 	}
 	win.request = nil
-	if !committed {
+	switch {
+	case !committed && win.refused > 0:
+		r.end(RequestOutcome{Reason: RequestFinalizeFailed, Detail: fmt.Sprintf(
+			"nothing was committed: the operator does not write %d of the window's objects (the GitTarget's ObjectsWritten condition says why)", win.refused)})
+		return
+	case !committed:
 		r.end(RequestOutcome{Reason: RequestAlreadyPresent, Detail: "every change of the commit window was already in Git; nothing to commit"})
 		return
 	}
@@ -164,14 +170,25 @@ func (w *Worker) pushed(win *window, committed bool) {
 		URL: w.cfg.Forge.CommitURL(win.commit), Detail: "committed and pushed"})
 }
 
-// failRequest ends the request a failed window carries: the writes stay
-// pending and are retried, with the request's message, but the request
-// reports the failure now instead of staying in progress for as long as
-// the forge keeps failing.
+// failRequest ends the request of a window whose commit failed, and
+// failHeld that of a window a failure holds back (an earlier window of its
+// target, or of the branch, failed and is retried at until). The writes
+// stay pending and are retried, with the request's message, but the
+// request reports the failure now instead of staying in progress for as
+// long as the forge keeps failing.
 func failRequest(win *window, err error) {
+	endFailed(win, err.Error()+"; the changes are kept and retried")
+}
+
+func failHeld(win *window, until time.Time) {
+	endFailed(win, "an earlier commit of this branch failed and is retried at "+until.UTC().Format(time.RFC3339)+
+		"; the changes are kept and committed after it")
+}
+
+func endFailed(win *window, detail string) {
 	if r := win.request; r != nil {
 		win.request = nil
-		r.end(RequestOutcome{Reason: RequestFinalizeFailed, Detail: err.Error() + "; the changes are kept and retried"})
+		r.end(RequestOutcome{Reason: RequestFinalizeFailed, Detail: detail})
 	}
 }
 

@@ -175,3 +175,66 @@ func TestARequestEndsWhenItsTargetOrWorkerGoesAway(t *testing.T) {
 	require.Len(t, got, 2)
 	require.Equal(t, RequestFinalizeFailed, got[1].Reason)
 }
+
+// failingForge fails every commit as the forge's own failure.
+type failingForge struct{ emptyRepository }
+
+func (f *failingForge) Commit(context.Context, forges.CommitRequest) (forges.CommitResult, error) {
+	return forges.CommitResult{}, forges.Errorf(forges.KindTransient, "update ref", errors.New("503 down"))
+}
+
+// TestARequestQueuedBehindAFailingCommitReportsTheFailure: the forge is
+// down; a window without a request fails and waits, and a request closing
+// a later window reports the failure instead of staying in progress.
+func TestARequestQueuedBehindAFailingCommitReportsTheFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		forge forges.Forge
+	}{{"the forge fails", &failingForge{}}, {"the target's commit fails", &failingOnce{}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			w, _, _, key := requestWorker(t)
+			w.cfg.Forge = tc.forge
+			w.state = newBranchState(tc.forge, "main")
+			w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+			w.handle(ctx, writeMsg{target: key, author: alice, write: change("first")})
+			w.finalize(ctx) // fails, and waits for its retry
+			var got []RequestOutcome
+			w.handle(ctx, writeMsg{target: key, author: alice, write: change("second")})
+			w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", &got)})
+			require.Len(t, got, 1)
+			require.Equal(t, RequestFinalizeFailed, got[0].Reason)
+			require.Contains(t, got[0].Detail, "an earlier commit of this branch failed")
+		})
+	}
+}
+
+// TestARequestWhoseEveryObjectIsRefusedIsNoSuccess: nothing of the window
+// could be written; the request says so instead of AlreadyPresent.
+func TestARequestWhoseEveryObjectIsRefusedIsNoSuccess(t *testing.T) {
+	ctx := context.Background()
+	w, forge, _, key := requestWorker(t)
+	var got []RequestOutcome
+	secret := change("creds")
+	secret.ID.Kind, secret.ID.Resource, secret.Sensitive = "Secret", "secrets", true // no encryptor: refused
+	secret.YAML = []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: team\n")
+	w.handle(ctx, writeMsg{target: key, author: alice, write: secret})
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", &got)})
+	require.Len(t, got, 1)
+	require.Equal(t, RequestFinalizeFailed, got[0].Reason)
+	require.Contains(t, got[0].Detail, "does not write 1 of the window's objects")
+	require.Len(t, forge.commits, 0)
+}
+
+// TestAStoppedWorkerRefusesWhatIsSentToIt: a send to a worker whose loop
+// has ended fails at once instead of waiting on a queue nobody reads.
+func TestAStoppedWorkerRefusesWhatIsSentToIt(t *testing.T) {
+	w, _, _, key := requestWorker(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	cancel()
+	require.NoError(t, <-done)
+	err := w.Attach(context.Background(), &Request{Target: key})
+	require.ErrorIs(t, err, ErrWorkerStopped)
+}

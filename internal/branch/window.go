@@ -32,6 +32,9 @@ type window struct {
 	request *Request
 	message string
 	commit  string
+	// refused is how many of the window's objects its last plan would not
+	// write.
+	refused int
 	// opened bounds how long a steady stream of changes keeps the window
 	// open; lastEvent starts the silence that closes it.
 	opened, lastEvent time.Time

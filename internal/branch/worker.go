@@ -143,6 +143,8 @@ type Worker struct {
 	commitRequests []*Request
 	// discard is set by Discard, from another goroutine.
 	discard atomic.Bool
+	// stopped closes when Run has returned: nothing reads in any more.
+	stopped chan struct{}
 }
 
 type writeMsg struct {
@@ -180,22 +182,34 @@ func New(cfg Config) *Worker {
 	// parsers).
 	cfg.Log = cfg.Log.WithValues("worker", cfg.Key.String())
 	return &Worker{
-		cfg:    cfg,
-		in:     make(chan any, cfg.QueueSize),
-		state:  newBranchState(cfg.Forge, cfg.Key.Branch),
-		budget: newPushBudget(cfg.PushBurst, cfg.PushInterval),
-		retry:  cfg.retryBackoff(),
-		parked: map[TargetKey]time.Time{},
+		cfg:     cfg,
+		in:      make(chan any, cfg.QueueSize),
+		state:   newBranchState(cfg.Forge, cfg.Key.Branch),
+		budget:  newPushBudget(cfg.PushBurst, cfg.PushInterval),
+		retry:   cfg.retryBackoff(),
+		parked:  map[TargetKey]time.Time{},
+		stopped: make(chan struct{}),
 	}
 }
 
 // QueueDepth is how many events wait for the loop.
 func (w *Worker) QueueDepth() int { return len(w.in) }
 
+// ErrWorkerStopped: the worker's loop has ended (it was replaced or the
+// operator is stopping); nothing sent to it is handled.
+var ErrWorkerStopped = errors.New("the branch worker has stopped")
+
 func (w *Worker) send(ctx context.Context, msg any) error {
+	select {
+	case <-w.stopped:
+		return ErrWorkerStopped
+	default:
+	}
 	select {
 	case w.in <- msg:
 		return nil
+	case <-w.stopped:
+		return ErrWorkerStopped
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -241,6 +255,7 @@ func (w *Worker) Flush(ctx context.Context, target TargetKey) error {
 // Run is the event loop. On return it has tried once more to commit what it
 // holds, so a clean shutdown loses nothing that could be written.
 func (w *Worker) Run(ctx context.Context) error {
+	defer close(w.stopped)
 	timer := w.cfg.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -67,12 +67,20 @@ type CommitRequestReconciler struct {
 	// inFlight are the requests handed to a worker, by name.
 	inFlight map[types.NamespacedName]*inFlightRequest
 	answered chan event.GenericEvent
+	// started is when this process began reconciling: a request it finds
+	// already past its attach grace (created before a restart or a leader
+	// change) still gets the grace from here, while its GitTarget starts.
+	started time.Time
 }
 
 type inFlightRequest struct {
 	uid      types.UID
 	deadline time.Time
 	outcome  *branch.RequestOutcome
+	// attributed is the AuthorAttributed condition the attach set, written
+	// again with the outcome: the attach's own status patch may have lost
+	// a conflict.
+	attributed metav1.Condition
 }
 
 // SetupWithManager registers the controller: one reconcile at a time, so
@@ -80,6 +88,7 @@ type inFlightRequest struct {
 func (r *CommitRequestReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.inFlight = map[types.NamespacedName]*inFlightRequest{}
 	r.answered = make(chan event.GenericEvent)
+	r.started = r.clock().Now()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha3.CommitRequest{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
@@ -139,17 +148,17 @@ func (r *CommitRequestReconciler) attach(ctx context.Context, cr *v1alpha3.Commi
 		Submitter: submitter, Deadline: deadline, Message: cr.Spec.Message,
 		Done: func(o branch.RequestOutcome) { r.answer(key, cr.UID, o) },
 	}
-	r.track(key, cr.UID, deadline)
+	r.track(key, cr.UID, deadline, *conditions.find(v1alpha3.ConditionAuthorAttributed))
 	err := r.Engine.AttachCommitRequest(ctx, request)
 	if err == nil {
 		conditions.markReconciling(v1alpha3.ReasonFinalizing, "waiting for the commit window of GitTarget "+cr.Spec.TargetRef.Name+" to close")
 		return ctrl.Result{RequeueAfter: deadline.Sub(now) + r.finalizeTimeout()}, nil
 	}
 	r.forget(key, cr.UID)
-	if !errors.Is(err, engine.ErrTargetNotMirrored) && !errors.Is(err, engine.ErrNotStarted) {
+	if !errors.Is(err, engine.ErrTargetNotMirrored) && !errors.Is(err, engine.ErrNotStarted) && !errors.Is(err, branch.ErrWorkerStopped) {
 		return ctrl.Result{}, fmt.Errorf("attaching CommitRequest %s: %w", key, err)
 	}
-	if now.Before(cr.CreationTimestamp.Add(closeDelay(cr) + defaultAttachTimeout)) {
+	if now.Before(attachGraceEnds(cr, r.started)) {
 		conditions.markReconciling(v1alpha3.ReasonFinalizing, "waiting for GitTarget "+cr.Spec.TargetRef.Name+" to be mirrored")
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
@@ -181,10 +190,12 @@ func (r *CommitRequestReconciler) settleSubmitter(cr *v1alpha3.CommitRequest, co
 // or AlreadyPresent; Stalled with FinalizeFailed or FinalizeTimedOut;
 // Pushed=True only with Committed.
 func (r *CommitRequestReconciler) report(cr *v1alpha3.CommitRequest, conditions conditionSet, flight *inFlightRequest) (ctrl.Result, error) {
+	conditions.set(flight.attributed.Type, flight.attributed.Status, flight.attributed.Reason, flight.attributed.Message)
 	o := flight.outcome
 	if o == nil {
 		wait := flight.deadline.Add(r.finalizeTimeout()).Sub(r.clock().Now())
 		if wait > 0 {
+			conditions.markReconciling(v1alpha3.ReasonFinalizing, "waiting for the commit window of GitTarget "+cr.Spec.TargetRef.Name+" to close")
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		r.fail(conditions, v1alpha3.ReasonFinalizeTimedOut, fmt.Sprintf(
@@ -233,6 +244,17 @@ func finished(cr *v1alpha3.CommitRequest) bool {
 		(reconciling == nil || reconciling.Status == metav1.ConditionFalse)
 }
 
+// attachGraceEnds is the decision how long a request waits for its
+// GitTarget to be mirrored: its close delay and defaultAttachTimeout past
+// its creation, or past this process's start when it was created before.
+func attachGraceEnds(cr *v1alpha3.CommitRequest, started time.Time) time.Time {
+	from := cr.CreationTimestamp.Time
+	if started.After(from) {
+		from = started
+	}
+	return from.Add(closeDelay(cr) + defaultAttachTimeout)
+}
+
 func closeDelay(cr *v1alpha3.CommitRequest) time.Duration {
 	if cr.Spec.CloseDelaySeconds == nil {
 		return 0
@@ -251,10 +273,10 @@ func (r *CommitRequestReconciler) patchStatus(ctx context.Context, base, cr *v1a
 	return nil
 }
 
-func (r *CommitRequestReconciler) track(key types.NamespacedName, uid types.UID, deadline time.Time) {
+func (r *CommitRequestReconciler) track(key types.NamespacedName, uid types.UID, deadline time.Time, attributed metav1.Condition) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.inFlight[key] = &inFlightRequest{uid: uid, deadline: deadline}
+	r.inFlight[key] = &inFlightRequest{uid: uid, deadline: deadline, attributed: attributed}
 }
 
 // flight is the request in flight under key, if it is this object (a
