@@ -125,6 +125,13 @@ func TestARequestedWindowIsNeverMergedWithAnother(t *testing.T) {
 	require.NotEqual(t, "hers", forge.commits[1].Message)
 }
 
+// onForge has a hand-driven worker commit through forge instead.
+func onForge(w *Worker, key TargetKey, forge forges.Forge) {
+	w.cfg.Forge = forge
+	w.state = newBranchState(forge, "main")
+	w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+}
+
 // failingOnce fails its first commit.
 type failingOnce struct {
 	emptyRepository
@@ -143,9 +150,7 @@ func TestAFailedRequestedCommitReportsAndIsRetriedWithItsMessage(t *testing.T) {
 	ctx := context.Background()
 	w, _, step, key := requestWorker(t)
 	forge := &failingOnce{}
-	w.cfg.Forge = forge
-	w.state = newBranchState(forge, "main")
-	w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+	onForge(w, key, forge)
 	var got []RequestOutcome
 	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
 	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", &got)})
@@ -194,9 +199,7 @@ func TestARequestQueuedBehindAFailingCommitReportsTheFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			w, _, _, key := requestWorker(t)
-			w.cfg.Forge = tc.forge
-			w.state = newBranchState(tc.forge, "main")
-			w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+			onForge(w, key, tc.forge)
 			w.handle(ctx, writeMsg{target: key, author: alice, write: change("first")})
 			w.finalize(ctx) // fails, and waits for its retry
 			var got []RequestOutcome

@@ -177,14 +177,23 @@ func TestACommitRequestNeverClosesAnotherAuthorsWindow(t *testing.T) {
 	requireCondition(t, cr, v1alpha3.ConditionPushed, metav1.ConditionFalse, v1alpha3.ReasonNoWindowInGrace)
 }
 
-// TestTheCloseDelayLetsALaterChangeJoin: a change made 2 s after the
-// request, within its closeDelaySeconds, is in the requested commit.
+// TestTheCloseDelayLetsALaterChangeJoin: a change made after the request
+// was attached, within its closeDelaySeconds, is in the requested commit.
 func TestTheCloseDelayLetsALaterChangeJoin(t *testing.T) {
 	m := commitRequestMirror(t, "cr-delay", time.Minute)
 	ctx := context.Background()
 	alice := actor(t, "alice", nil)
 	require.NoError(t, alice.Create(ctx, commitRequest(m.ns, "soon", "with the later change", 6)))
-	time.Sleep(2 * time.Second) // the user's own pause before the change, not a wait for the operator
+	// The change is made once the request is with its worker, waiting out
+	// its delay with no window of hers open yet.
+	eventually(t, "the request attached", func() bool {
+		var cr v1alpha3.CommitRequest
+		if err := env.kube.Client().Get(ctx, client.ObjectKey{Namespace: m.ns, Name: "soon"}, &cr); err != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(cr.Status.Conditions, v1alpha3.ConditionReconciling)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha3.ReasonFinalizing
+	})
 	require.NoError(t, alice.Create(ctx, configMap(m.ns, "later", map[string]string{"v": "1"})))
 
 	cr := finishedRequest(t, m.ns, "soon")
