@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,4 +70,26 @@ func TestReceivePackRefusalsAreClassified(t *testing.T) {
 	require.ErrorIs(t, checkReport(report("ok", "protected branch hook declined")), forges.ErrForbidden)
 	require.ErrorIs(t, checkReport(report("index-pack abnormal exit", "ok")), forges.ErrTransient)
 	require.ErrorIs(t, checkReport(report("ok", "missing necessary objects")), forges.ErrTransient)
+}
+
+// upload-pack exits on a want it does not have; which error the client
+// sees depends on how far it got writing its request.
+func TestHungUpRecognisesAServerThatClosedMidRequest(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		syscall.EPIPE,
+		fmt.Errorf("write: %w", io.ErrUnexpectedEOF),
+		errors.New("sending upload-req message: write |1: broken pipe"),
+		errors.New("sending upload-req message: encoding flush-pkt: EOF"),
+		fmt.Errorf("writing: %w", io.EOF),
+	} {
+		require.True(t, hungUp(err), "%v", err)
+	}
+	for _, err := range []error{
+		nil,
+		errors.New("unexpected client error: reading pack: checksum mismatch"),
+		errors.New("EOF in a place that is not the request"),
+	} {
+		require.False(t, hungUp(err), "%v", err)
+	}
 }

@@ -130,9 +130,18 @@ func (c *Client) fetchByID(ctx context.Context, want plumbing.Hash) error {
 	return err
 }
 
+// hungUp reports a server that closed the connection while the request
+// was still being written. Over SSH a write to a channel the server has
+// closed returns io.EOF, which go-git flattens into its message ("sending
+// upload-req message: encoding flush-pkt: EOF"), so the words are matched too.
 func hungUp(err error) bool {
-	return err != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		strings.Contains(err.Error(), "broken pipe"))
+	if err == nil {
+		return false
+	}
+	message := err.Error()
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		strings.Contains(message, "broken pipe") ||
+		(strings.Contains(message, "sending upload-req message") && strings.HasSuffix(message, ": EOF"))
 }
 
 // fetchInto runs one depth-1 fetch of spec, whose destination is local,
