@@ -36,7 +36,7 @@ test-binaries: ## Build (once per machine) kube-apiserver, etcd, Gitea and the s
 # Packages whose code runs goroutines of its own are tested under the race
 # detector; the rest without it (the detector slows a run several times).
 # Each package is tested once: the second run leaves out the race packages.
-RACE_PKGS := ./internal/branch/... ./internal/watch/... ./internal/discovery/... ./internal/engine/... ./internal/mirror/... ./internal/operator/... ./internal/audit/... ./internal/facts/... ./internal/attribution/... ./internal/admission/... ./internal/redisstore/... ./internal/redisconn/... ./forges/...
+RACE_PKGS := ./internal/branch/... ./internal/kubecache/... ./internal/watch/... ./internal/discovery/... ./internal/engine/... ./internal/mirror/... ./internal/operator/... ./internal/audit/... ./internal/facts/... ./internal/attribution/... ./internal/admission/... ./internal/redisstore/... ./internal/redisconn/... ./forges/...
 
 .PHONY: test
 test: test-binaries vet ## Run every test against the real components (concurrent packages under -race)

@@ -28,6 +28,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/discovery"
 	"github.com/configbutler/gitops-reverser/internal/engine"
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
+	"github.com/configbutler/gitops-reverser/internal/kubecache"
 	"github.com/configbutler/gitops-reverser/internal/kubescheme"
 	"github.com/configbutler/gitops-reverser/internal/metrics"
 	"github.com/configbutler/gitops-reverser/internal/redisconn"
@@ -187,12 +188,15 @@ func managerOptions(o Options, scheme *runtime.Scheme) ctrl.Options {
 		// it held by then.
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation, RecoverPanic: &o.RecoverPanic},
-		// The informers keep metadata of Secrets (of the credential
-		// namespaces) and ConfigMaps, to notice a credential fix; managed
+		// The informers keep metadata of Secrets and ConfigMaps (of the
+		// credential namespaces), to notice a credential fix; managed
 		// fields are most of that and never read. Secret values are never
 		// cached: they are read with the APIReader when needed.
+		// controller-runtime's cache with sync waits that wake on done
+		// channels instead of polling (about 0.3 s of every start).
+		NewCache: kubecache.New,
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: secretCache(credentialNamespaces(o))},
+			ByObject: credentialCache(credentialNamespaces(o))},
 		Client: uncachedSecrets(),
 	}
 }

@@ -24,11 +24,15 @@ func credentialNamespaces(o Options) []string {
 	return slices.Compact(namespaces)
 }
 
-// secretCache scopes the manager's Secret informers (the controllers'
-// metadata-only watches) to the credential namespaces, so RBAC granted per
-// namespace is enough to run them. nil (every namespace) keeps the
-// cluster-wide watch.
-func secretCache(namespaces []string) map[client.Object]cache.ByObject {
+// credentialCache scopes the manager's Secret and ConfigMap informers (the
+// GitProvider and ClusterProvider controllers' metadata-only watches, for a
+// changed credential or known_hosts) to the credential namespaces, so RBAC
+// granted per namespace is enough to run them, and a cluster of many
+// ConfigMaps is not listed at every start to watch the few a GitProvider
+// references. Their values are read uncached (the APIReader), so nothing
+// else reads ConfigMaps through the cache. nil (every namespace) keeps the
+// cluster-wide watches.
+func credentialCache(namespaces []string) map[client.Object]cache.ByObject {
 	if namespaces == nil {
 		return nil
 	}
@@ -36,7 +40,10 @@ func secretCache(namespaces []string) map[client.Object]cache.ByObject {
 	for _, ns := range namespaces {
 		scoped[ns] = cache.Config{}
 	}
-	return map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: scoped}}
+	return map[client.Object]cache.ByObject{
+		&corev1.Secret{}:    {Namespaces: scoped},
+		&corev1.ConfigMap{}: {Namespaces: scoped},
+	}
 }
 
 // uncachedSecrets makes the manager's client read Secrets from the API

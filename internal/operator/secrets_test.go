@@ -17,16 +17,17 @@ import (
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
-// secretCollectionRequests records the lists and watches of Secrets sent
+// collectionRequests records the lists and watches of one resource sent
 // through a config, as "<path> <Accept header> <query>".
-type secretCollectionRequests struct {
-	mu   sync.Mutex
-	seen []string
+type collectionRequests struct {
+	resource string
+	mu       sync.Mutex
+	seen     []string
 }
 
-func (s *secretCollectionRequests) roundTripper(rt http.RoundTripper) http.RoundTripper {
+func (s *collectionRequests) roundTripper(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		if strings.HasSuffix(req.URL.Path, "/secrets") {
+		if strings.HasSuffix(req.URL.Path, "/"+s.resource) {
 			s.mu.Lock()
 			s.seen = append(s.seen, req.URL.Path+" "+req.Header.Get("Accept")+" "+req.URL.RawQuery)
 			s.mu.Unlock()
@@ -35,7 +36,7 @@ func (s *secretCollectionRequests) roundTripper(rt http.RoundTripper) http.Round
 	})
 }
 
-func (s *secretCollectionRequests) list() []string {
+func (s *collectionRequests) list() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.seen...)
@@ -49,7 +50,7 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // operator's options: a Secret read through its (cached) client goes to the
 // API server instead of starting an informer of whole Secrets, and the
 // metadata informer the controllers watch lists the credential namespaces
-// only, metadata only.
+// only, metadata only; so does the one of ConfigMaps.
 func TestTheManagersCachesHoldNoSecretValue(t *testing.T) {
 	kube, err := harness.StartKube(harness.KubeOptions{})
 	require.NoError(t, err)
@@ -62,9 +63,10 @@ func TestTheManagersCachesHoldNoSecretValue(t *testing.T) {
 	require.NoError(t, kube.Client().Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "creds"},
 		StringData: map[string]string{"token": "team-token"}}))
 
-	var requests secretCollectionRequests
+	requests, configMapRequests := collectionRequests{resource: "secrets"}, collectionRequests{resource: "configmaps"}
 	cfg := kube.Config()
 	cfg.Wrap(requests.roundTripper)
+	cfg.Wrap(configMapRequests.roundTripper)
 	o := Options{Config: cfg, MetricsAddr: "0", ProbeAddr: "0", OperatorNamespace: "default", CredentialNamespaces: []string{"team"}}
 	scheme, err := kubescheme.New()
 	require.NoError(t, err)
@@ -74,6 +76,11 @@ func TestTheManagersCachesHoldNoSecretValue(t *testing.T) {
 	secretMetadata := &metav1.PartialObjectMetadata{}
 	secretMetadata.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	_, err = mgr.GetCache().GetInformer(ctx, secretMetadata)
+	require.NoError(t, err)
+	// The GitProvider controller's metadata watch of ConfigMaps (known_hosts).
+	configMapMetadata := &metav1.PartialObjectMetadata{}
+	configMapMetadata.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	_, err = mgr.GetCache().GetInformer(ctx, configMapMetadata)
 	require.NoError(t, err)
 	go func() { _ = mgr.Start(ctx) }()
 	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
@@ -102,4 +109,12 @@ func TestTheManagersCachesHoldNoSecretValue(t *testing.T) {
 			"the metadata watch outside the credential and operator namespaces: %s", r)
 	}
 	require.Equal(t, 1, wholeLists, "the client's List, once: %v", lists)
+
+	configMapLists := configMapRequests.list()
+	require.NotEmpty(t, configMapLists)
+	for _, r := range configMapLists {
+		path, _, _ := strings.Cut(r, " ")
+		require.Contains(t, []string{"/api/v1/namespaces/team/configmaps", "/api/v1/namespaces/default/configmaps"}, path,
+			"the ConfigMap metadata watch outside the credential and operator namespaces: %s", r)
+	}
 }
