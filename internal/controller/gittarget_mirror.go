@@ -125,7 +125,7 @@ func (r *GitTargetReconciler) resolveRules(ctx context.Context, run *targetRun) 
 			continue
 		}
 		if namespaces == nil {
-			ns, err := run.source.Namespaces(ctx)
+			ns, err := sourceNamespaces(ctx, r.Client, run.source)
 			if err != nil {
 				return err
 			}

@@ -109,7 +109,7 @@ func (r *RuleReconciler) resolve(ctx context.Context, rule ruleObject, target *v
 	}
 	var namespaces []rules.NamespaceInfo
 	if !r.Cluster {
-		ns, err := src.Namespaces(ctx)
+		ns, err := sourceNamespaces(ctx, r.Client, src)
 		if err != nil {
 			conds.set(v1alpha3.ConditionResourcesResolved, metav1.ConditionUnknown, v1alpha3.ReasonProgressing, err.Error())
 			return true

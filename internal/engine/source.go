@@ -156,14 +156,20 @@ func (s *Source) Namespaces(ctx context.Context) ([]rules.NamespaceInfo, error) 
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces of source %s: %w", s.Name, err)
 	}
-	out := make([]rules.NamespaceInfo, 0, len(list.Items))
-	for _, ns := range list.Items {
+	return NamespaceInfos(list.Items), nil
+}
+
+// NamespaceInfos is what rules need of namespaces: the names and labels of
+// those not terminating.
+func NamespaceInfos(namespaces []corev1.Namespace) []rules.NamespaceInfo {
+	out := make([]rules.NamespaceInfo, 0, len(namespaces))
+	for _, ns := range namespaces {
 		if ns.Status.Phase == corev1.NamespaceTerminating {
 			continue
 		}
 		out = append(out, rules.NamespaceInfo{Name: ns.Name, Labels: ns.Labels})
 	}
-	return out, nil
+	return out
 }
 
 func (e *Engine) notifySource(name string) {
