@@ -3,7 +3,9 @@ package admission
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/pem"
+	"net"
 	"testing"
 	"time"
 
@@ -86,7 +88,7 @@ func TestASelfSignedCertificateIsRenewedBeforeItExpiresAndBothCAsAreTrusted(t *t
 	renewed, _ := s.GetCertificate(nil)
 	require.False(t, first == renewed, "renewed")
 	require.Equal(t, 2, pemBlocks(s.CABundle()), "the old CA stays trusted while the API server switches")
-	verifies(t, renewed, s.CABundle(), "webhook.ops.svc")
+	verifies(t, renewed, s.CABundle(), "webhook.ops.svc", c.Now())
 }
 
 func pemBlocks(b []byte) int {
@@ -101,11 +103,68 @@ func pemBlocks(b []byte) int {
 	}
 }
 
-func verifies(t *testing.T, cert *tls.Certificate, bundle []byte, name string) {
+func verifies(t *testing.T, cert *tls.Certificate, bundle []byte, name string, at time.Time) {
 	t.Helper()
 	pool := x509Pool(t, bundle)
 	leaf, err := parse(cert)
 	require.NoError(t, err)
-	_, err = leaf.Verify(verifyOptions(pool, name))
+	_, err = leaf.Verify(verifyOptions(pool, name, at))
 	require.NoError(t, err)
+}
+
+func TestTheBundleKeepsOtherProcessesCAsBesideItsOwn(t *testing.T) {
+	now := time.Now()
+	cas := make([]*x509.Certificate, 4)
+	for i := range cas {
+		// Issued a minute apart, oldest first.
+		next, err := issue("webhook.ops.svc", nil, nil, now.Add(time.Duration(i-len(cas))*time.Minute), 3*time.Hour)
+		require.NoError(t, err)
+		cas[i] = next.ca
+	}
+	a, b, c, d := cas[0], cas[1], cas[2], cas[3]
+
+	bundle, write := mergeBundle([]*x509.Certificate{a}, nil, now)
+	require.True(t, write, "an empty bundle gets the CA")
+	require.Equal(t, encodeCAs([]*x509.Certificate{a}), bundle)
+	_, write = mergeBundle([]*x509.Certificate{a}, bundle, now)
+	require.False(t, write, "nothing to change")
+
+	bundle, write = mergeBundle([]*x509.Certificate{b}, bundle, now)
+	require.True(t, write)
+	require.Equal(t, encodeCAs([]*x509.Certificate{b, a}), bundle, "the new process adds its CA and keeps the old one's")
+	_, write = mergeBundle([]*x509.Certificate{a}, bundle, now)
+	require.False(t, write, "the old process finds its CA there and leaves the order alone")
+
+	bundle, _ = mergeBundle([]*x509.Certificate{c}, bundle, now)
+	bundle, _ = mergeBundle([]*x509.Certificate{d}, bundle, now)
+	require.Equal(t, encodeCAs([]*x509.Certificate{d, c, b}), bundle, "the newest two others are kept, the oldest goes")
+
+	garbled := append([]byte("not a certificate\n"), encodeCAs([]*x509.Certificate{d, d})...)
+	bundle, write = mergeBundle([]*x509.Certificate{d}, garbled, now)
+	require.True(t, write)
+	require.Equal(t, encodeCAs([]*x509.Certificate{d}), bundle, "text that is no certificate, and a duplicate, are written away")
+}
+
+func TestAnExpiredCAOfAnotherProcessIsDropped(t *testing.T) {
+	now := time.Now()
+	mine, err := issue("webhook.ops.svc", nil, nil, now, time.Hour)
+	require.NoError(t, err)
+	other, err := issue("webhook.ops.svc", nil, nil, now, time.Hour)
+	require.NoError(t, err)
+	current := encodeCAs([]*x509.Certificate{other.ca})
+	bundle, _ := mergeBundle([]*x509.Certificate{mine.ca}, current, other.ca.NotAfter.Add(time.Second))
+	require.Equal(t, encodeCAs([]*x509.Certificate{mine.ca}), bundle)
+}
+
+func TestTheServingCertificateNamesEveryHostOnce(t *testing.T) {
+	now := time.Now()
+	ip := net.ParseIP("127.0.0.1")
+	byIP, err := issue("127.0.0.1", []string{"webhook.ops.svc"}, []net.IP{ip}, now, 2*time.Hour)
+	require.NoError(t, err)
+	require.Len(t, byIP.pair.Leaf.IPAddresses, 1)
+	require.Equal(t, []string{"webhook.ops.svc"}, byIP.pair.Leaf.DNSNames)
+	byName, err := issue("webhook.ops.svc", []string{"webhook.ops.svc", "webhook"}, nil, now, 2*time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, []string{"webhook.ops.svc", "webhook"}, byName.pair.Leaf.DNSNames)
+	verifies(t, &byName.pair, encodeCAs([]*x509.Certificate{byName.ca}), "webhook", now)
 }

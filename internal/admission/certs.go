@@ -1,11 +1,9 @@
 package admission
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -15,7 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/types"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -35,7 +32,9 @@ const (
 // itself, and keeps that CA in the caBundle of the webhook configuration:
 // the install path without cert-manager. It renews the certificate before
 // it expires; the caBundle then holds the old and the new CA, so the API
-// server trusts both while it switches.
+// server trusts both while it switches. It adds its CAs to the bundle
+// without removing another process's (mergeBundle), so the old and the new
+// pod of a rolling update are both trusted while both serve.
 type SelfSigned struct {
 	// Host is the name or IP the API server calls; DNSNames and IPs are
 	// further names the certificate is valid for.
@@ -53,11 +52,12 @@ type SelfSigned struct {
 	CheckEvery  time.Duration
 	Log         logr.Logger
 
-	mu       sync.RWMutex
-	cert     *tls.Certificate
-	expires  time.Time
-	bundle   []byte
-	previous []byte // the CA before the last renewal
+	mu      sync.RWMutex
+	cert    *tls.Certificate
+	expires time.Time
+	// own are this process's CAs: the current one, then the one before the
+	// last renewal.
+	own []*x509.Certificate
 }
 
 // GetCertificate is the tls.Config hook that serves the current
@@ -71,11 +71,16 @@ func (s *SelfSigned) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, err
 	return s.cert, nil
 }
 
-// CABundle is the PEM the API server must trust.
+// CABundle is the PEM of this process's CAs, which the API server must
+// trust to call it.
 func (s *SelfSigned) CABundle() []byte {
+	return encodeCAs(s.ownCAs())
+}
+
+func (s *SelfSigned) ownCAs() []*x509.Certificate {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return append(append([]byte(nil), s.bundle...), s.previous...)
+	return append([]*x509.Certificate(nil), s.own...)
 }
 
 // Ensure issues a certificate when there is none or it is due for
@@ -120,31 +125,20 @@ func (s *SelfSigned) due() bool {
 }
 
 func (s *SelfSigned) renew() error {
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKeyWithOptions(certutil.SelfSignedCertKeyOptions{
-		Host: s.Host, AlternateDNS: s.DNSNames, AlternateIPs: s.IPs, MaxAge: s.validity()})
+	next, err := issue(s.Host, s.DNSNames, s.IPs, s.clock().Now(), s.validity())
 	if err != nil {
-		return fmt.Errorf("generating the admission webhook certificate: %w", err)
+		return fmt.Errorf("issuing the admission webhook certificate: %w", err)
 	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return fmt.Errorf("loading the admission webhook certificate: %w", err)
-	}
-	leaf, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		return fmt.Errorf("reading the admission webhook certificate: %w", err)
-	}
-	// The generated chain is the serving certificate, then its CA.
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: pair.Certificate[len(pair.Certificate)-1]})
 	s.mu.Lock()
-	s.previous, s.bundle = s.bundle, ca
-	s.cert, s.expires = &pair, leaf.NotAfter
+	s.own = append([]*x509.Certificate{next.ca}, s.own...)[:min(len(s.own)+1, 2)]
+	s.cert, s.expires = &next.pair, next.expires
 	s.mu.Unlock()
-	s.Log.Info("issued the admission webhook certificate", "expires", leaf.NotAfter)
+	s.Log.Info("issued the admission webhook certificate", "expires", next.expires)
 	return nil
 }
 
-// inject writes the caBundle into every webhook of the configuration
-// that does not hold it yet.
+// inject adds this process's CAs to the caBundle of every webhook of the
+// configuration that does not hold them yet.
 func (s *SelfSigned) inject(ctx context.Context) error {
 	if s.Webhook == "" || s.Client == nil {
 		return nil
@@ -153,11 +147,11 @@ func (s *SelfSigned) inject(ctx context.Context) error {
 	if err := s.Client.Get(ctx, types.NamespacedName{Name: s.Webhook}, &cfg); err != nil {
 		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", s.Webhook, err)
 	}
-	bundle := s.CABundle()
+	own := s.ownCAs()
 	base := cfg.DeepCopy()
 	changed := false
 	for i := range cfg.Webhooks {
-		if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
+		if bundle, write := mergeBundle(own, cfg.Webhooks[i].ClientConfig.CABundle, s.clock().Now()); write {
 			cfg.Webhooks[i].ClientConfig.CABundle = bundle
 			changed = true
 		}

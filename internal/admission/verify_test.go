@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -19,6 +20,6 @@ func parse(cert *tls.Certificate) (*x509.Certificate, error) {
 	return x509.ParseCertificate(cert.Certificate[0])
 }
 
-func verifyOptions(pool *x509.CertPool, name string) x509.VerifyOptions {
-	return x509.VerifyOptions{Roots: pool, DNSName: name}
+func verifyOptions(pool *x509.CertPool, name string, at time.Time) x509.VerifyOptions {
+	return x509.VerifyOptions{Roots: pool, DNSName: name, CurrentTime: at}
 }

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"crypto/x509"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
@@ -28,7 +29,30 @@ func TestTheChartsRBACLetsTheOperatorKeepItsWebhookCA(t *testing.T) {
 		Log: testr.New(t)}
 	require.NoError(t, certs.Ensure(ctx(t)))
 
-	var got admissionregistrationv1.ValidatingWebhookConfiguration
-	require.NoError(t, env.kube.Client().Get(ctx(t), client.ObjectKey{Name: vwc.GetName()}, &got))
-	require.Equal(t, certs.CABundle(), got.Webhooks[0].ClientConfig.CABundle)
+	read := func() admissionregistrationv1.ValidatingWebhookConfiguration {
+		var got admissionregistrationv1.ValidatingWebhookConfiguration
+		require.NoError(t, env.kube.Client().Get(ctx(t), client.ObjectKey{Name: vwc.GetName()}, &got))
+		return got
+	}
+	require.Equal(t, certs.CABundle(), read().Webhooks[0].ClientConfig.CABundle)
+
+	// A rolling update: the new pod issues its own CA while the old one
+	// still serves. Both are trusted, and neither rewrites the bundle on
+	// its next check.
+	next := &admission.SelfSigned{Host: certs.Host, Webhook: vwc.GetName(), Client: asSA, Log: testr.New(t)}
+	require.NoError(t, next.Ensure(ctx(t)))
+	both := read()
+	for _, pod := range []*admission.SelfSigned{certs, next} {
+		serving, err := pod.GetCertificate(nil)
+		require.NoError(t, err)
+		leaf, err := x509.ParseCertificate(serving.Certificate[0])
+		require.NoError(t, err)
+		pool := x509.NewCertPool()
+		require.True(t, pool.AppendCertsFromPEM(both.Webhooks[0].ClientConfig.CABundle))
+		_, err = leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: certs.Host})
+		require.NoError(t, err, "the bundle trusts each pod's serving certificate")
+	}
+	require.NoError(t, certs.Ensure(ctx(t)))
+	require.NoError(t, next.Ensure(ctx(t)))
+	require.Equal(t, both.ResourceVersion, read().ResourceVersion, "the two pods agree on the bundle")
 }
