@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -22,6 +23,9 @@ type Index struct {
 	// kustomizations are the paths in others kustomize reads as its build
 	// file, so that the planner need not scan every file for them.
 	kustomizations map[string]*kustomizationFile
+	// namespaces caches buildNamespaces of kustomizations; nil when they
+	// changed since.
+	namespaces map[string]string
 	// byID finds documents by identity; more than one location is a
 	// duplicate that Check refuses.
 	byID map[identityKey][]location
@@ -100,7 +104,7 @@ func (ix *Index) Has(p string) bool {
 
 // Lookup returns the path of the file holding the object, if any.
 func (ix *Index) Lookup(id ObjectID) (string, bool) {
-	locations := ix.byID[id.key()]
+	locations := ix.locate(id)
 	if len(locations) == 0 {
 		return "", false
 	}
@@ -112,7 +116,7 @@ func (ix *Index) Lookup(id ObjectID) (string, bool) {
 // needs the current content: a SOPS document's data key is reused when the
 // object is encrypted again.
 func (ix *Index) Document(id ObjectID) ([]byte, bool) {
-	loc, ok := ix.find(id.key())
+	loc, ok := ix.find(id)
 	if !ok {
 		return nil, false
 	}
@@ -145,6 +149,7 @@ func (ix *Index) add(p string, content []byte, parsed *manifestFile) error {
 		if isKustomizationPath(p) {
 			ix.parses++
 			ix.kustomizations[p] = readKustomization(content)
+			ix.namespaces = nil
 		}
 	default:
 		ix.others[p] = nil
@@ -197,7 +202,10 @@ func sameBytes(a, b []byte) bool {
 // Remove forgets the file at p; an unknown path is ignored.
 func (ix *Index) Remove(p string) {
 	delete(ix.others, p)
-	delete(ix.kustomizations, p)
+	if _, ok := ix.kustomizations[p]; ok {
+		delete(ix.kustomizations, p)
+		ix.namespaces = nil
+	}
 	delete(ix.problems, p)
 	file, ok := ix.manifests[p]
 	if !ok {
@@ -254,12 +262,31 @@ func (ix *Index) relative(p string) (string, error) {
 	return rel, nil
 }
 
-// location of a document known to exist (Check refuses duplicates before
-// anything is planned).
-func (ix *Index) find(key identityKey) (location, bool) {
-	locations := ix.byID[key]
+// find is the location of the one document that is the object id (Check
+// refuses duplicates before anything is planned).
+func (ix *Index) find(id ObjectID) (location, bool) {
+	locations := ix.locate(id)
 	if len(locations) != 1 {
 		return location{}, false
 	}
 	return locations[0], true
+}
+
+// locate lists the documents that are the object id: those written with its
+// identity, else, for an object in a namespace, the documents naming no
+// namespace that a kustomization builds into that one (answersTo).
+func (ix *Index) locate(id ObjectID) []location {
+	written := ix.byID[id.key()]
+	if len(written) > 0 || id.Namespace == "" {
+		return written
+	}
+	bare := id
+	bare.Namespace = ""
+	var built []location
+	for _, loc := range ix.byID[bare.key()] {
+		if slices.ContainsFunc(ix.objectsAt(loc), id.SameObject) {
+			built = append(built, loc)
+		}
+	}
+	return built
 }

@@ -38,28 +38,11 @@ func PlacementSources() []PlacementSource {
 // place by: the ladder declines to the canonical path. The canonical tree is
 // one a resources: graph cannot reach, so the root must take the file.
 func (ix *Index) kustomizationRoot() (root string, ok bool) {
-	read := map[string]bool{}
-	for p, k := range ix.kustomizations {
-		if k.parsed == nil {
-			continue
-		}
-		for _, entry := range append(append([]string(nil), k.parsed.Resources...), k.parsed.Bases...) {
-			dir := path.Join(path.Dir(p), entry)
-			for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
-				read[path.Join(dir, name)] = true
-			}
-		}
+	roots := buildRoots(ix.kustomizations)
+	if len(roots) != 1 {
+		return "", false
 	}
-	for p := range ix.kustomizations {
-		if read[p] {
-			continue
-		}
-		if ok {
-			return "", false
-		}
-		root, ok = p, true
-	}
-	return root, ok
+	return roots[0], true
 }
 
 // besideKustomization is a new object's path beside the kustomization:

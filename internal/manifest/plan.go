@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -199,7 +200,7 @@ func (ws *workspace) record(w write, p string, action Action) {
 }
 
 func (ws *workspace) apply(w write) *Refusal {
-	switch loc, found := ws.ix.find(w.id.key()); {
+	switch loc, found := ws.ix.find(w.id); {
 	case w.remove && found:
 		ws.edit(loc.path).remove(loc.section)
 		ws.record(w, loc.path, ActionDelete)
@@ -264,9 +265,15 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 		ws.record(w, loc.path, ActionUpdate)
 		return nil
 	}
+	desiredText := body
+	bare := ws.namespaceless(loc, w)
+	if bare {
+		// The kustomization sets the namespace: the document keeps
+		// leaving it out, and the diff is only the changed values.
+		top, desiredText = withoutNamespace(top), nil
+	}
 	ws.parses++
 	oldTop, _ := decodeSection(old) // the index parsed it once: it is valid
-	desiredText := body
 	if oldTop != nil {
 		if adjusted, through := ws.editThrough(loc.path, oldTop, top); through {
 			// The desired bytes no longer say what the file must read.
@@ -285,10 +292,31 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 		return &Refusal{ID: w.id, Path: loc.path, Reason: RefusalInvalidPlacement,
 			Detail: "a plaintext object is not written into a .sops file; move or delete the file"}
 	}
-	file.bodies[loc.section] = ws.editedBody(old, oldTop, body, desiredText, top)
-	file.docs[loc.section] = doc
+	edited := ws.editedBody(old, oldTop, body, desiredText, top)
+	file.bodies[loc.section] = edited
+	file.docs[loc.section] = writtenDocument(doc, bare && !bytes.Equal(edited, body))
 	ws.record(w, loc.path, ActionUpdate)
 	return nil
+}
+
+// namespaceless reports whether the document at loc, the object w writes,
+// names no namespace where the object has one: a kustomization sets it
+// (find matched it by answersTo), and an edit keeps it out. A sensitive
+// document is written whole, namespace and all: its MAC covers every value.
+func (ws *workspace) namespaceless(loc location, w write) bool {
+	written := ws.ix.manifests[loc.path].docs[loc.section].id
+	return !w.sensitive && written.Namespace == "" && w.id.Namespace != ""
+}
+
+// writtenDocument is doc as the file holds it: without its namespace when
+// the text left it out.
+func writtenDocument(doc *document, withoutNamespace bool) *document {
+	if !withoutNamespace {
+		return doc
+	}
+	bare := *doc
+	bare.id.Namespace = ""
+	return &bare
 }
 
 // editedBody is the old document edited in place to read as the new one,
@@ -330,9 +358,15 @@ func (ws *workspace) place(w write) *Refusal {
 			Detail: "the new object's path is an auxiliary file the operator never manages"}
 	}
 	body := withTrailingNewline(w.yaml)
-	_, doc, refusal := ws.checkNewDocument(w, body, target)
+	top, doc, refusal := ws.checkNewDocument(w, body, target)
 	if refusal != nil {
 		return refusal
+	}
+	if source == PlacementKustomization && ws.rootSetsNamespace(w) {
+		// Written the way the documents beside it are: the root's
+		// kustomization sets the namespace.
+		edited := ws.editedBody(body, top, body, nil, withoutNamespace(top))
+		body, doc = edited, writtenDocument(doc, !bytes.Equal(edited, body))
 	}
 	_, createdHere := ws.files[target]
 	if w.sensitive && (ws.ix.Has(target) || createdHere) {
@@ -362,7 +396,7 @@ func (ws *workspace) place(w write) *Refusal {
 func (ws *workspace) newPath(w write) (string, PlacementSource, *Refusal) {
 	template, declared := ws.placement.template(w.id)
 	if !declared {
-		if root := ws.kustomizationRoot(); root.usable {
+		if root := ws.kustomizationRoot(); root.usable && ws.rootBuilds(w) {
 			if target, err := besideKustomization(root.path, w.id, w.sensitive); err == nil {
 				return target, PlacementKustomization, nil
 			}
@@ -409,6 +443,34 @@ func (ws *workspace) kustomizationRoot() *kustomizationStep {
 		}
 	}
 	return ws.root
+}
+
+// rootBuilds reports whether a file beside the kustomization root would
+// build into the object w writes: not when the root sets a namespace other
+// than the object's, which a build would move it into.
+func (ws *workspace) rootBuilds(w write) bool {
+	namespace := ws.rootNamespace()
+	return w.id.Namespace == "" || namespace == "" || namespace == w.id.Namespace
+}
+
+// rootSetsNamespace reports whether the new object w writes, beside the
+// kustomization root, is still that object with its namespace left out.
+func (ws *workspace) rootSetsNamespace(w write) bool {
+	if w.sensitive || w.id.Namespace == "" {
+		return false
+	}
+	bare := w.id
+	bare.Namespace = ""
+	return slices.ContainsFunc(answersTo(bare, ws.rootNamespace()), w.id.SameObject)
+}
+
+// rootNamespace is the namespace: of the kustomization root ("" for none):
+// no other kustomization reads it, so its own is what the build sets.
+func (ws *workspace) rootNamespace() string {
+	if k := ws.kustomization(ws.kustomizationRoot().path); k != nil {
+		return k.Namespace
+	}
+	return ""
 }
 
 // edit returns the working copy of the file at p, creating it on first use.

@@ -19,8 +19,10 @@ func (s SweepScope) Covers(id ObjectID) bool {
 
 // Sweep returns a Delete for every document of scope's type and namespace
 // whose object is not in desired: the deletes that happened while no watch
-// was running. Other types and other namespaces are never touched. The
-// deletes are ordered by identity; plan them like any other batch.
+// was running. A document naming no namespace is of the namespace a
+// kustomization builds it into (answersTo). Other types and other
+// namespaces are never touched. The deletes are ordered by identity; plan
+// them like any other batch.
 func Sweep(ix *Index, scope SweepScope, desired []ObjectID) []Delete {
 	present := make(map[identityKey]bool, len(desired))
 	for _, id := range desired {
@@ -28,11 +30,14 @@ func Sweep(ix *Index, scope SweepScope, desired []ObjectID) []Delete {
 	}
 	var deletes []Delete
 	for key, locations := range ix.byID {
-		if !scope.Covers(ObjectID{Group: key.group, Kind: key.kind, Namespace: key.namespace}) || present[key] {
+		if key.group != scope.Group || key.kind != scope.Kind {
 			continue
 		}
-		loc := locations[0]
-		deletes = append(deletes, Delete{ID: ix.manifests[loc.path].docs[loc.section].id})
+		for _, id := range ix.objectsAt(locations[0]) {
+			if scope.Covers(id) && !present[id.key()] {
+				deletes = append(deletes, Delete{ID: id})
+			}
+		}
 	}
 	sort.Slice(deletes, func(i, j int) bool { return deletes[i].ID.key().less(deletes[j].ID.key()) })
 	return deletes
