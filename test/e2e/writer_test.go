@@ -125,3 +125,35 @@ func TestANewObjectGoesBesideTheFoldersKustomization(t *testing.T) {
 		return gitFile(t, m.repo, placed) == "" && gitFile(t, m.repo, m.path+"/kustomization.yaml") == kustomization
 	})
 }
+
+// A folder kustomize builds into a namespace: its documents name none. The
+// live object is the document, edited in place without a namespace, and the
+// folder still builds to one object.
+func TestAKustomizationsNamespaceIsTheNamespaceOfItsDocuments(t *testing.T) {
+	m := newMirror(t, "knamespaced", "configmaps")
+	kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: knamespaced\nresources: [settings.yaml]\n"
+	settings := "# Tuned by hand.\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: fast # the default\n"
+	_, err := env.git.CommitFiles(m.repo, map[string]string{
+		m.path + "/kustomization.yaml": kustomization, m.path + "/settings.yaml": settings}, "human edit")
+	require.NoError(t, err)
+	apply(t, configMap(m.ns, "settings", map[string]string{"mode": "fast"}))
+	startOperator(t)
+	waitReady(t, m.ns, m.target)
+
+	live := configMap(m.ns, "settings", nil)
+	edit(t, live, func() { live.Data["mode"] = "slow" })
+
+	eventually(t, "the change in the namespace-less document", func() bool {
+		return gitFile(t, m.repo, m.path+"/settings.yaml") == strings.Replace(settings, "mode: fast", "mode: slow", 1)
+	})
+	require.Equal(t, kustomization, gitFile(t, m.repo, m.path+"/kustomization.yaml"), "no second file listed")
+	require.Empty(t, gitFile(t, m.repo, m.path+"/knamespaced-configmap-settings.yaml"), "nothing beside it")
+	require.Empty(t, gitFile(t, m.repo, m.path+"/knamespaced/configmaps/settings.yaml"), "nothing at the canonical path")
+	fs := filesys.MakeFsInMemory()
+	require.NoError(t, fs.WriteFile("/kustomization.yaml", []byte(kustomization)))
+	require.NoError(t, fs.WriteFile("/settings.yaml", []byte(gitFile(t, m.repo, m.path+"/settings.yaml"))))
+	built, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/")
+	require.NoError(t, err)
+	require.Len(t, built.Resources(), 1)
+	require.Equal(t, "knamespaced", built.Resources()[0].GetNamespace())
+}
