@@ -18,7 +18,9 @@
 // a controller's watch source, which calls WaitForCacheSync after its own
 // informer has synced, does not also wait for another controller's (the
 // GitProvider controller's ConfigMap metadata listing every ConfigMap in
-// the cluster held back the GitTarget controller).
+// the cluster held back the GitTarget controller). Its first success also
+// asks the inner cache once, whose caches per type and per namespace start
+// on goroutines of their own.
 package kubecache
 
 import (
@@ -27,6 +29,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -46,7 +50,8 @@ func New(config *rest.Config, opts cache.Options) (cache.Cache, error) {
 
 // Wrap returns inner with its waits on done channels.
 func Wrap(inner cache.Cache) *Cache {
-	return &Cache{Cache: inner, startedCh: make(chan struct{}), stopped: make(chan struct{})}
+	return &Cache{Cache: inner, startedCh: make(chan struct{}), stopped: make(chan struct{}),
+		unwaited: map[string]cache.Informer{}, removed: map[string]chan struct{}{}}
 }
 
 // Cache is a cache.Cache whose sync waits do not poll.
@@ -58,11 +63,18 @@ type Cache struct {
 	startedCh   chan struct{} // closed by Start
 	stopped     chan struct{} // closed once Start's context has ended
 	stopOnce    sync.Once
+	// innerSynced is set once the inner cache has reported itself started
+	// and synced: its caches per type and per namespace start on their own
+	// goroutines, and a read before that fails.
+	innerSynced atomic.Bool
 
 	mu sync.Mutex
-	// unwaited are the informers WaitForCacheSync waits for: registered
-	// before Start, or handed out without waiting.
-	unwaited []cache.Informer
+	// unwaited are the informers WaitForCacheSync waits for, by kindKey:
+	// registered before Start, or handed out without waiting.
+	unwaited map[string]cache.Informer
+	// removed has a channel per kind handed out, closed by RemoveInformer
+	// to end a handler's wait on an informer that is going away.
+	removed map[string]chan struct{}
 }
 
 var _ cache.Cache = (*Cache)(nil)
@@ -85,7 +97,7 @@ func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cach
 	if err != nil {
 		return nil, err
 	}
-	return c.handOut(ctx, informer, fmt.Sprintf("%T", obj), opts)
+	return c.handOut(ctx, informer, kindKey(obj), opts)
 }
 
 // GetInformerForKind is GetInformer by GroupVersionKind.
@@ -94,7 +106,7 @@ func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionK
 	if err != nil {
 		return nil, err
 	}
-	return c.handOut(ctx, informer, gvk.String(), opts)
+	return c.handOut(ctx, informer, "kind "+gvk.String(), opts)
 }
 
 // IndexField adds the index, first noting obj's informer (which the index
@@ -104,13 +116,27 @@ func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string,
 	if err != nil {
 		return err
 	}
-	c.track(informer)
+	c.track(kindKey(obj), informer)
 	return c.Cache.IndexField(ctx, obj, field, extract)
 }
 
-// WaitForCacheSync waits until Start was called and every informer nobody
-// else waits for has synced (see the package comment); false when ctx ends
-// first.
+// RemoveInformer stops obj's informer, which WaitForCacheSync then no
+// longer waits for (it would never sync), and ends a handler's wait on it.
+func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
+	key := kindKey(obj)
+	c.mu.Lock()
+	delete(c.unwaited, key)
+	if removed, ok := c.removed[key]; ok {
+		close(removed)
+		delete(c.removed, key)
+	}
+	c.mu.Unlock()
+	return c.Cache.RemoveInformer(ctx, obj)
+}
+
+// WaitForCacheSync waits until the cache has started and every informer
+// nobody else waits for has synced (see the package comment); false when
+// ctx ends first.
 func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
 	select {
 	case <-c.startedCh:
@@ -118,40 +144,67 @@ func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
 		return false
 	}
 	c.mu.Lock()
-	informers := append([]cache.Informer(nil), c.unwaited...)
+	informers := make([]cache.Informer, 0, len(c.unwaited))
+	for _, informer := range c.unwaited {
+		informers = append(informers, informer)
+	}
 	c.mu.Unlock()
 	for _, informer := range informers {
 		if !waitDone(ctx, informer.HasSyncedChecker()) {
 			return false
 		}
 	}
+	if c.innerSynced.Load() {
+		return true
+	}
+	// Once: the inner cache's own wait, for its caches to have started.
+	// Every informer it knows of has synced or is another caller's, so it
+	// answers at its first look unless a cache is still starting.
+	if !c.Cache.WaitForCacheSync(ctx) {
+		return false
+	}
+	c.innerSynced.Store(true)
 	return true
 }
 
-func (c *Cache) handOut(ctx context.Context, informer cache.Informer, what string, opts []cache.InformerGetOption) (cache.Informer, error) {
+func (c *Cache) handOut(ctx context.Context, informer cache.Informer, key string, opts []cache.InformerGetOption) (cache.Informer, error) {
 	// Before Start nothing syncs, and the inner cache does not wait then
 	// either: WaitForCacheSync waits for it instead.
 	if blocksUntilSynced(opts) && c.started.Load() {
 		if !waitDone(ctx, informer.HasSyncedChecker()) {
-			return nil, fmt.Errorf("waiting for the %s informer to sync: %w", what, context.Cause(ctx))
+			return nil, fmt.Errorf("waiting for the %s informer to sync: %w", key, context.Cause(ctx))
 		}
 	} else {
-		c.track(informer)
+		c.track(key, informer)
 	}
-	return &handlerSyncedInformer{Informer: informer, stopped: c.stopped}, nil
+	return &handlerSyncedInformer{Informer: informer, stopped: c.stopped, removed: c.removal(key)}, nil
 }
 
-func (c *Cache) track(informer cache.Informer) {
+func (c *Cache) track(key string, informer cache.Informer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// The informers are pointers (one per kind, or a fresh multi-namespace
-	// one per call), so == compares identities.
-	for _, known := range c.unwaited {
-		if known == informer {
-			return
-		}
+	c.unwaited[key] = informer
+}
+
+func (c *Cache) removal(key string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	removed, ok := c.removed[key]
+	if !ok {
+		removed = make(chan struct{})
+		c.removed[key] = removed
 	}
-	c.unwaited = append(c.unwaited, informer)
+	return removed
+}
+
+// kindKey names the informer obj asks for: its Go type, and the kind the
+// generic types (unstructured, metadata only) carry.
+func kindKey(obj client.Object) string {
+	switch obj.(type) {
+	case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
+		return fmt.Sprintf("%T %s", obj, obj.GetObjectKind().GroupVersionKind())
+	}
+	return fmt.Sprintf("%T", obj)
 }
 
 func blocksUntilSynced(opts []cache.InformerGetOption) bool {

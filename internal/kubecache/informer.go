@@ -12,10 +12,15 @@ import (
 // polling the registration's HasSynced (controller-runtime's watch source)
 // finds it done at its first look instead of 100 ms later. Delivering
 // them takes the informer's own goroutine no longer than the handler
-// takes; a stopped cache ends the wait.
+// takes; a stopped cache or a removed informer ends the wait.
+//
+// So the add blocks while the handler sees every object: a caller must not
+// hold, while adding, a lock the handler takes. controller-runtime adds its
+// handlers from a goroutine of their own, and they only fill a queue.
 type handlerSyncedInformer struct {
 	cache.Informer
 	stopped <-chan struct{}
+	removed <-chan struct{}
 }
 
 func (i *handlerSyncedInformer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
@@ -39,6 +44,7 @@ func (i *handlerSyncedInformer) awaitHandler(registration toolscache.ResourceEve
 	select {
 	case <-registration.HasSyncedChecker().Done():
 	case <-i.stopped:
+	case <-i.removed:
 	}
 	return registration, nil
 }
