@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,10 +86,19 @@ func TestASelfSignedCertificateIsRenewedBeforeItExpiresAndBothCAsAreTrusted(t *t
 
 	c.Step(2 * time.Hour)
 	require.NoError(t, s.Ensure(context.Background()))
+	require.Equal(t, 2, pemBlocks(s.CABundle()), "the new CA is trusted before it is used")
+	served, _ := s.GetCertificate(nil)
+	require.True(t, first == served, "the renewal waits until the API server has had the new CA")
+	verifies(t, served, s.CABundle(), "webhook.ops.svc", c.Now())
+
+	require.NoError(t, s.Ensure(context.Background()))
 	renewed, _ := s.GetCertificate(nil)
-	require.False(t, first == renewed, "renewed")
+	require.False(t, first == renewed, "served from the next check")
 	require.Equal(t, 2, pemBlocks(s.CABundle()), "the old CA stays trusted while the API server switches")
 	verifies(t, renewed, s.CABundle(), "webhook.ops.svc", c.Now())
+	require.NoError(t, s.Ensure(context.Background()))
+	again, _ := s.GetCertificate(nil)
+	require.True(t, renewed == again, "one renewal")
 }
 
 func pemBlocks(b []byte) int {
@@ -114,14 +124,14 @@ func verifies(t *testing.T, cert *tls.Certificate, bundle []byte, name string, a
 
 func TestTheBundleKeepsOtherProcessesCAsBesideItsOwn(t *testing.T) {
 	now := time.Now()
-	cas := make([]*x509.Certificate, 4)
+	cas := make([]*x509.Certificate, keepForeign+2)
 	for i := range cas {
 		// Issued a minute apart, oldest first.
 		next, err := issue("webhook.ops.svc", nil, nil, now.Add(time.Duration(i-len(cas))*time.Minute), 3*time.Hour)
 		require.NoError(t, err)
 		cas[i] = next.ca
 	}
-	a, b, c, d := cas[0], cas[1], cas[2], cas[3]
+	a, b := cas[0], cas[1]
 
 	bundle, write := mergeBundle([]*x509.Certificate{a}, nil, now)
 	require.True(t, write, "an empty bundle gets the CA")
@@ -135,24 +145,38 @@ func TestTheBundleKeepsOtherProcessesCAsBesideItsOwn(t *testing.T) {
 	_, write = mergeBundle([]*x509.Certificate{a}, bundle, now)
 	require.False(t, write, "the old process finds its CA there and leaves the order alone")
 
-	bundle, _ = mergeBundle([]*x509.Certificate{c}, bundle, now)
-	bundle, _ = mergeBundle([]*x509.Certificate{d}, bundle, now)
-	require.Equal(t, encodeCAs([]*x509.Certificate{d, c, b}), bundle, "the newest two others are kept, the oldest goes")
+	for _, ca := range cas[2:] {
+		bundle, _ = mergeBundle([]*x509.Certificate{ca}, bundle, now)
+	}
+	newest := cas[len(cas)-1]
+	kept := append([]*x509.Certificate{newest}, reversed(cas[1:len(cas)-1])...)
+	require.Equal(t, encodeCAs(kept), bundle, "the newest others are kept, the oldest goes")
 
-	garbled := append([]byte("not a certificate\n"), encodeCAs([]*x509.Certificate{d, d})...)
-	bundle, write = mergeBundle([]*x509.Certificate{d}, garbled, now)
+	garbled := append([]byte("not a certificate\n"), encodeCAs([]*x509.Certificate{newest, newest})...)
+	bundle, write = mergeBundle([]*x509.Certificate{newest}, garbled, now)
 	require.True(t, write)
-	require.Equal(t, encodeCAs([]*x509.Certificate{d}), bundle, "text that is no certificate, and a duplicate, are written away")
+	require.Equal(t, encodeCAs([]*x509.Certificate{newest}), bundle, "text that is no certificate, and a duplicate, are written away")
 }
 
+func reversed(cas []*x509.Certificate) []*x509.Certificate {
+	out := append([]*x509.Certificate(nil), cas...)
+	slices.Reverse(out)
+	return out
+}
+
+// A CA expires with the certificate it signed, so one left by a process
+// that is gone leaves the bundle in time.
 func TestAnExpiredCAOfAnotherProcessIsDropped(t *testing.T) {
 	now := time.Now()
-	mine, err := issue("webhook.ops.svc", nil, nil, now, time.Hour)
+	mine, err := issue("webhook.ops.svc", nil, nil, now, 48*time.Hour)
 	require.NoError(t, err)
-	other, err := issue("webhook.ops.svc", nil, nil, now, time.Hour)
+	gone, err := issue("webhook.ops.svc", nil, nil, now, 2*time.Hour)
 	require.NoError(t, err)
-	current := encodeCAs([]*x509.Certificate{other.ca})
-	bundle, _ := mergeBundle([]*x509.Certificate{mine.ca}, current, other.ca.NotAfter.Add(time.Second))
+	require.Equal(t, gone.expires, gone.ca.NotAfter)
+	current := encodeCAs([]*x509.Certificate{gone.ca})
+	_, write := mergeBundle([]*x509.Certificate{mine.ca}, append(encodeCAs([]*x509.Certificate{mine.ca}), current...), now)
+	require.False(t, write, "still valid: kept")
+	bundle, _ := mergeBundle([]*x509.Certificate{mine.ca}, current, now.Add(2*time.Hour))
 	require.Equal(t, encodeCAs([]*x509.Certificate{mine.ca}), bundle)
 }
 

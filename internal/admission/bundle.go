@@ -9,8 +9,11 @@ import (
 )
 
 // keepForeign is how many CAs of other processes a bundle keeps beside a
-// process's own: the old pod of a rolling update, or another replica.
-const keepForeign = 2
+// process's own: the old pod of a rolling update, another replica, and
+// the CAs of restarts before them, which expire with their certificates.
+// Enough that a pod restarting over and over does not push a live one's
+// out; a bundle of ten is about 6 KB.
+const keepForeign = 8
 
 // mergeBundle is the caBundle a process with the CAs own writes over
 // current, and whether it differs from current (as a set of CAs, so two

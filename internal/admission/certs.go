@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -31,8 +32,9 @@ const (
 // SelfSigned serves the webhook with a certificate of a CA it generates
 // itself, and keeps that CA in the caBundle of the webhook configuration:
 // the install path without cert-manager. It renews the certificate before
-// it expires; the caBundle then holds the old and the new CA, so the API
-// server trusts both while it switches. It adds its CAs to the bundle
+// it expires: the new CA goes into the bundle beside the old one, and the
+// new certificate is served from the check after that write, when the API
+// server trusts it. It adds its CAs to the bundle
 // without removing another process's (mergeBundle), so the old and the new
 // pod of a rolling update are both trusted while both serve.
 type SelfSigned struct {
@@ -55,9 +57,15 @@ type SelfSigned struct {
 	mu      sync.RWMutex
 	cert    *tls.Certificate
 	expires time.Time
-	// own are this process's CAs: the current one, then the one before the
+	// own are this process's CAs: the newest one, then the one before the
 	// last renewal.
 	own []*x509.Certificate
+	// pending is a renewal not served yet: its CA is added to the bundle
+	// first, and the certificate served from the check after the one that
+	// wrote it, once the API server trusts it. injected says that write
+	// happened.
+	pending  *issued
+	injected bool
 }
 
 // GetCertificate is the tls.Config hook that serves the current
@@ -83,15 +91,18 @@ func (s *SelfSigned) ownCAs() []*x509.Certificate {
 	return append([]*x509.Certificate(nil), s.own...)
 }
 
-// Ensure issues a certificate when there is none or it is due for
-// renewal, and then brings the webhook configuration's caBundle up to date.
+// Ensure issues a certificate when there is none (served at once) or one
+// is due for renewal (served from the check after its CA is in the
+// bundle), and brings the webhook configuration's caBundle up to date.
 func (s *SelfSigned) Ensure(ctx context.Context) error {
-	if s.due() {
-		if err := s.renew(); err != nil {
-			return err
-		}
+	if err := s.issueDue(); err != nil {
+		return err
 	}
-	return s.inject(ctx)
+	if err := s.inject(ctx); err != nil {
+		return err
+	}
+	s.servePending()
+	return nil
 }
 
 // Start issues the first certificate and keeps it and the caBundle current
@@ -118,23 +129,46 @@ func (s *SelfSigned) Start(ctx context.Context) error {
 // NeedLeaderElection: every replica serves the webhook.
 func (s *SelfSigned) NeedLeaderElection() bool { return false }
 
-func (s *SelfSigned) due() bool {
+// issueDue issues the first certificate, which is served at once, or a
+// renewal that is due and not issued yet, which waits in pending.
+func (s *SelfSigned) issueDue() error {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.cert == nil || !s.clock().Now().Before(s.expires.Add(-s.renewBefore()))
-}
-
-func (s *SelfSigned) renew() error {
+	first := s.cert == nil
+	due := !first && s.pending == nil && !s.clock().Now().Before(s.expires.Add(-s.renewBefore()))
+	s.mu.RUnlock()
+	if !first && !due {
+		return nil
+	}
 	next, err := issue(s.Host, s.DNSNames, s.IPs, s.clock().Now(), s.validity())
 	if err != nil {
 		return fmt.Errorf("issuing the admission webhook certificate: %w", err)
 	}
 	s.mu.Lock()
 	s.own = append([]*x509.Certificate{next.ca}, s.own...)[:min(len(s.own)+1, 2)]
-	s.cert, s.expires = &next.pair, next.expires
+	if first {
+		s.cert, s.expires = &next.pair, next.expires
+	} else {
+		s.pending, s.injected = next, false
+	}
 	s.mu.Unlock()
-	s.Log.Info("issued the admission webhook certificate", "expires", next.expires)
+	s.Log.Info("issued the admission webhook certificate", "expires", next.expires, "servedNow", first)
 	return nil
+}
+
+// servePending is called after a successful inject: a pending renewal is
+// served once a previous check has put its CA into the bundle, so the API
+// server has had time to trust it.
+func (s *SelfSigned) servePending() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.pending == nil:
+	case !s.injected:
+		s.injected = true
+	default:
+		s.cert, s.expires = &s.pending.pair, s.pending.expires
+		s.pending, s.injected = nil, false
+	}
 }
 
 // inject adds this process's CAs to the caBundle of every webhook of the
@@ -143,6 +177,12 @@ func (s *SelfSigned) inject(ctx context.Context) error {
 	if s.Webhook == "" || s.Client == nil {
 		return nil
 	}
+	// Another replica may write the bundle at the same moment: read and
+	// merge again instead of waiting for the next check.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return s.injectOnce(ctx) })
+}
+
+func (s *SelfSigned) injectOnce(ctx context.Context) error {
 	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
 	if err := s.Client.Get(ctx, types.NamespacedName{Name: s.Webhook}, &cfg); err != nil {
 		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", s.Webhook, err)
