@@ -31,7 +31,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -45,18 +47,24 @@ func New(config *rest.Config, opts cache.Options) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Wrap(inner), nil
+	scheme := opts.Scheme
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme // as cache.New defaults it
+	}
+	return Wrap(inner, scheme), nil
 }
 
-// Wrap returns inner with its waits on done channels.
-func Wrap(inner cache.Cache) *Cache {
-	return &Cache{Cache: inner, startedCh: make(chan struct{}), stopped: make(chan struct{}),
+// Wrap returns inner with its waits on done channels; scheme (the inner
+// cache's) names the kinds of lists read.
+func Wrap(inner cache.Cache, scheme *runtime.Scheme) *Cache {
+	return &Cache{Cache: inner, scheme: scheme, startedCh: make(chan struct{}), stopped: make(chan struct{}),
 		unwaited: map[string]cache.Informer{}, removed: map[string]chan struct{}{}}
 }
 
 // Cache is a cache.Cache whose sync waits do not poll.
 type Cache struct {
 	cache.Cache
+	scheme *runtime.Scheme
 
 	started     atomic.Bool
 	startedOnce sync.Once
