@@ -19,7 +19,7 @@ import (
 
 // Get reads obj by key from the cache.
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if c.started.Load() && c.scheme != nil {
+	if c.started.Load() {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			return err
 		}
