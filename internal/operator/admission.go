@@ -8,13 +8,13 @@ import (
 	"net"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/configbutler/gitops-reverser/internal/admission"
-	"github.com/configbutler/gitops-reverser/internal/kubescheme"
 	"github.com/configbutler/gitops-reverser/internal/metrics"
 )
 
@@ -57,7 +57,7 @@ type admissionSetup struct {
 
 // newAdmission builds the webhook server before the manager, which takes
 // it in its options; nil options serve nothing.
-func newAdmission(cfg *rest.Config, o *AdmissionOptions) (*admissionSetup, error) {
+func newAdmission(cfg *rest.Config, o *AdmissionOptions, scheme *runtime.Scheme) (*admissionSetup, error) {
 	if o == nil {
 		return nil, nil
 	}
@@ -67,10 +67,6 @@ func newAdmission(cfg *rest.Config, o *AdmissionOptions) (*admissionSetup, error
 	s := &admissionSetup{submitters: admission.NewSubmitters(0, 0, nil)}
 	opts := webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}
 	if o.CertDir == "" {
-		scheme, err := kubescheme.New()
-		if err != nil {
-			return nil, err
-		}
 		// Uncached: the operator reads one ValidatingWebhookConfiguration,
 		// it does not watch them all.
 		c, err := client.New(cfg, client.Options{Scheme: scheme})

@@ -107,7 +107,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	webhooks, err := newAdmission(o.Config, o.Admission)
+	webhooks, err := newAdmission(o.Config, o.Admission, scheme)
 	if err != nil {
 		return err
 	}
