@@ -66,7 +66,6 @@ type Cache struct {
 	cache.Cache
 	scheme *runtime.Scheme
 
-	started     atomic.Bool
 	startedOnce sync.Once
 	startedCh   chan struct{} // closed by Start
 	stopped     chan struct{} // closed once Start's context has ended
@@ -83,13 +82,15 @@ type Cache struct {
 	// removed has a channel per kind handed out, closed by RemoveInformer
 	// to end a handler's wait on an informer that is going away.
 	removed map[string]chan struct{}
+	// syncedReads are the object and list types (readKey) whose informer
+	// a read has found synced: later reads go straight to the inner cache.
+	syncedReads sync.Map
 }
 
 var _ cache.Cache = (*Cache)(nil)
 
 // Start runs the informers until ctx ends.
 func (c *Cache) Start(ctx context.Context) error {
-	c.started.Store(true)
 	c.startedOnce.Do(func() { close(c.startedCh) })
 	go func() {
 		<-ctx.Done()
@@ -139,6 +140,7 @@ func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
 		delete(c.removed, key)
 	}
 	c.mu.Unlock()
+	c.syncedReads.Clear()
 	return c.Cache.RemoveInformer(ctx, obj)
 }
 
@@ -178,7 +180,7 @@ func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
 func (c *Cache) handOut(ctx context.Context, informer cache.Informer, key string, opts []cache.InformerGetOption) (cache.Informer, error) {
 	// Before Start nothing syncs, and the inner cache does not wait then
 	// either: WaitForCacheSync waits for it instead.
-	if blocksUntilSynced(opts) && c.started.Load() {
+	if blocksUntilSynced(opts) && c.started() {
 		if !waitDone(ctx, informer.HasSyncedChecker()) {
 			return nil, fmt.Errorf("waiting for the %s informer to sync: %w", key, context.Cause(ctx))
 		}
@@ -186,6 +188,16 @@ func (c *Cache) handOut(ctx context.Context, informer cache.Informer, key string
 		c.track(key, informer)
 	}
 	return &handlerSyncedInformer{Informer: informer, stopped: c.stopped, removed: c.removal(key)}, nil
+}
+
+// started reports whether Start was called.
+func (c *Cache) started() bool {
+	select {
+	case <-c.startedCh:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *Cache) track(key string, informer cache.Informer) {

@@ -78,9 +78,7 @@ func TestGetInformerAfterStartReturnsASyncedInformer(t *testing.T) {
 	informer, err := c.GetInformer(ctx, &corev1.ConfigMap{})
 	require.NoError(t, err)
 	require.True(t, informer.HasSynced())
-	var list corev1.ConfigMapList
-	require.NoError(t, c.List(ctx, &list, client.InNamespace(namespace)))
-	require.Len(t, list.Items, 30)
+	requireConfigMaps(ctx, t, c, namespace, 30)
 }
 
 func TestAHandlerAddedToASyncedInformerHasEveryObjectWhenTheAddReturns(t *testing.T) {
@@ -133,9 +131,15 @@ func TestAReadAfterTheWaitFindsACacheOfSomeNamespacesStarted(t *testing.T) {
 	opts := cache.Options{Scheme: kube.Scheme(), ByObject: map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{namespace: {}}}}}
 	c, ctx := startCacheWith(t, kube.Config(), opts, nil)
+	requireConfigMaps(ctx, t, c, namespace, 3)
+}
+
+// requireConfigMaps: the cache lists n ConfigMaps in namespace.
+func requireConfigMaps(ctx context.Context, t *testing.T, c cache.Cache, namespace string, n int) {
+	t.Helper()
 	var list corev1.ConfigMapList
 	require.NoError(t, c.List(ctx, &list, client.InNamespace(namespace)))
-	require.Len(t, list.Items, 3)
+	require.Len(t, list.Items, n)
 }
 
 // WaitForCacheSync does not wait for an informer somebody asked for, and
