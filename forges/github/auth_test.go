@@ -102,7 +102,10 @@ func TestInstallationTokenIsRefreshedBeforeItExpires(t *testing.T) {
 	commitOnHead(t, client, "first.yaml")
 	time.Sleep(1500 * time.Millisecond)
 	commitOnHead(t, client, "second.yaml")
-	require.Equal(t, 2, sim.InstallationTokensIssued())
+	// At least one refresh: a first commit slower than the second of grace
+	// (a loaded machine) refreshes already during it. None of them may
+	// have waited for a 401.
+	require.GreaterOrEqual(t, sim.InstallationTokensIssued(), 2, "the token was refreshed before it expired")
 	for _, r := range sim.Requests() {
 		require.NotEqual(t, 401, r.Status, "no request went out with an expired token: %s %s", r.Method, r.Path)
 	}
