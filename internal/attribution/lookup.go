@@ -16,28 +16,30 @@ type match struct {
 	fact record
 }
 
-// lookup walks the tier ladder once. hit is an answer the resolver may
-// return at once; fallback is a write fact a removal holds while it waits
-// for deletion evidence (rule b), returned only when the grace ends.
+// lookup walks the tier ladder once and returns the answer, if any.
 //
 // A removal asks the sticky removal slot first (rule a) and takes only
-// deletion evidence as a hit; write facts at the per-object tiers are its
-// fallbacks, in ladder order. A create or update takes no removal tier and
-// no fact about a removal it did not make, and one that carries uid and rv
-// never takes the uid pointer (rule c): that pointer may name an older,
-// different author.
-func (x *Index) lookup(q Query, grace time.Duration) (hit, fallback *match) {
+// deletion evidence (rule b): a write fact names who last edited the
+// object, never who removed it, so however long the deletion's own fact
+// is late, a removal never takes a write fact. The one write that names
+// a deleter is the one a delete request made itself (the deletionTimestamp
+// of an object with finalizers), and that fact is a delete fact in the
+// sticky slot. A create or update takes no removal tier and no fact about
+// a removal it did not make, and one that carries uid and rv never takes
+// the uid pointer (rule c): that pointer may name an older, different
+// author.
+func (x *Index) lookup(q Query, grace time.Duration) *match {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	s := x.streams[q.Stream]
 	if s == nil {
-		return nil, nil
+		return nil
 	}
 	now := x.clock().Now()
 	if q.Removal {
 		return s.lookupRemoval(q, now, grace)
 	}
-	return s.lookupWrite(q, now), nil
+	return s.lookupWrite(q, now)
 }
 
 // version, latest, byRV and named are the live facts under the TTL'd
@@ -66,53 +68,33 @@ func (s *streamIndex) named(namespace, name string, now time.Time) *entry {
 	return s.live(s.byName[nameRef(namespace, name)], now)
 }
 
-func (s *streamIndex) lookupRemoval(q Query, now time.Time, grace time.Duration) (hit, fallback *match) {
+func (s *streamIndex) lookupRemoval(q Query, now time.Time, grace time.Duration) *match {
 	if q.UID != "" {
 		if e := s.objects[q.UID].removal; e != nil {
 			if e.Collection != nil {
-				return &match{tier: TierDeleteCollectionUID, fact: e.record}, nil
+				return &match{tier: TierDeleteCollectionUID, fact: e.record}
 			}
-			return &match{tier: TierDeleteSticky, fact: e.record}, nil
+			return &match{tier: TierDeleteSticky, fact: e.record}
 		}
 	}
-	// Ladder order past the sticky slot: name, latest (a write fact, held),
-	// deletecollection_scope, resource_version. A delete fact with a uid is
-	// always in the sticky slot, so latest never finds one the slot missed.
-	hold := func(tier Tier, e *entry) *match {
-		m := &match{tier: tier, fact: e.record}
-		if e.IsRemoval() {
-			return m
-		}
-		if fallback == nil {
-			fallback = m
-		}
-		return nil
-	}
+	// Past the sticky slot, in ladder order: a delete fact without a uid
+	// by name, a collection covering the object, a delete fact without a
+	// uid by rv. A delete fact with a uid is always in the sticky slot, so
+	// the uid's latest write (TierLatest) has nothing a removal may take.
 	if q.Name != "" {
-		if e := s.named(q.Namespace, q.Name, now); e != nil {
-			if m := hold(TierName, e); m != nil {
-				return m, nil
-			}
-		}
-	}
-	if q.UID != "" {
-		if e := s.latest(q.UID, now); e != nil {
-			if m := hold(TierLatest, e); m != nil {
-				return m, nil
-			}
+		if e := s.named(q.Namespace, q.Name, now); e != nil && e.IsRemoval() {
+			return &match{tier: TierName, fact: e.record}
 		}
 	}
 	if f, ok := s.coveringCollection(q, now, grace); ok {
-		return &match{tier: TierDeleteCollectionScope, fact: f}, nil
+		return &match{tier: TierDeleteCollectionScope, fact: f}
 	}
 	if q.ResourceVersion != "" {
-		if e := s.byRV(q.ResourceVersion, now); e != nil {
-			if m := hold(TierResourceVersion, e); m != nil {
-				return m, nil
-			}
+		if e := s.byRV(q.ResourceVersion, now); e != nil && e.IsRemoval() {
+			return &match{tier: TierResourceVersion, fact: e.record}
 		}
 	}
-	return nil, fallback
+	return nil
 }
 
 func (s *streamIndex) lookupWrite(q Query, now time.Time) *match {

@@ -26,8 +26,9 @@ const (
 	// TierDeleteCollectionUID: a deletecollection whose response named
 	// this uid.
 	TierDeleteCollectionUID Tier = "deletecollection_body_uid"
-	// TierLatest: the object's last write fact by uid; a removal's
-	// fallback, or a write's that carries no rv.
+	// TierLatest: the object's last write fact by uid, for a write that
+	// carries no rv. Never a removal's answer: the last writer is not
+	// the deleter.
 	TierLatest Tier = "latest"
 	// TierName: a fact with no uid, by namespace and name (an aggregated
 	// API's usual shape).
@@ -138,9 +139,9 @@ func (r *Resolver) clock() clock.Clock {
 
 // Resolve names the author of the event q describes: at once when the
 // index holds an answer, else after waiting, without polling, until a fact
-// that answers it is applied, the grace ends or ctx ends. A removal that
-// found only a write fact returns it (TierLatest and the like) when the
-// wait ends without deletion evidence.
+// that answers it is applied, the grace ends or ctx ends. A removal is
+// answered only by deletion evidence: without it the removal is
+// unresolved, however recently someone wrote the object.
 func (r *Resolver) Resolve(ctx context.Context, q Query) Resolution {
 	c := r.clock()
 	start := c.Now()
@@ -155,12 +156,9 @@ func (r *Resolver) Resolve(ctx context.Context, q Query) Resolution {
 	w := r.Index.register(q.Stream, keys)
 	defer r.Index.unregister(q.Stream, keys, w)
 
-	hit, fallback := r.Index.lookup(q, grace)
+	hit := r.Index.lookup(q, grace)
 	if hit == nil {
-		hit, fallback = r.wait(ctx, q, w, deadline.Sub(c.Now()), fallback)
-	}
-	if hit == nil {
-		hit = fallback
+		hit = r.wait(ctx, q, w, deadline.Sub(c.Now()))
 	}
 	res := Resolution{Tier: TierAbsent, Waited: c.Since(start)}
 	if hit != nil {
@@ -171,11 +169,10 @@ func (r *Resolver) Resolve(ctx context.Context, q Query) Resolution {
 }
 
 // wait sleeps until a wake brings a hit, remaining passes or ctx ends,
-// looking again on every wake; it returns the hit, if any, and the latest
-// fallback.
-func (r *Resolver) wait(ctx context.Context, q Query, w *waiter, remaining time.Duration, fallback *match) (*match, *match) {
+// looking again on every wake; it returns the hit, if any.
+func (r *Resolver) wait(ctx context.Context, q Query, w *waiter, remaining time.Duration) *match {
 	if remaining <= 0 {
-		return nil, fallback
+		return nil
 	}
 	timer := r.clock().NewTimer(remaining)
 	defer timer.Stop()
@@ -186,16 +183,12 @@ func (r *Resolver) wait(ctx context.Context, q Query, w *waiter, remaining time.
 		select {
 		case <-w.wake:
 		case <-timer.C():
-			return nil, fallback
+			return nil
 		case <-ctx.Done():
-			return nil, fallback
+			return nil
 		}
-		hit, fb := r.Index.lookup(q, r.grace())
-		if fb != nil {
-			fallback = fb
-		}
-		if hit != nil {
-			return hit, fallback
+		if hit := r.Index.lookup(q, r.grace()); hit != nil {
+			return hit
 		}
 	}
 }
@@ -212,7 +205,7 @@ func waitKeys(q Query) []slotKey {
 	var keys []slotKey
 	if q.Removal {
 		if q.UID != "" {
-			keys = append(keys, uidKey(q.UID)) // the sticky slot and latest
+			keys = append(keys, uidKey(q.UID)) // the sticky slot
 		}
 		keys = append(keys, namespaceKey(q.Namespace))
 		if q.Namespace != "" {

@@ -14,7 +14,7 @@ import (
 
 // TestEveryTierIsReachedByItsEvent: each row's facts are in the index
 // before the event, whose grace is already over, so the first lookup's
-// answer (or its fallback) is the resolution.
+// answer is the resolution.
 func TestEveryTierIsReachedByItsEvent(t *testing.T) {
 	nameOnly := func(id, verb string, actor facts.Actor) facts.Fact { return fact(id, verb, actor, 0) }
 	rvOnly := func(id, verb, rv string, actor facts.Actor) facts.Fact {
@@ -38,8 +38,13 @@ func TestEveryTierIsReachedByItsEvent(t *testing.T) {
 			event(false, "u1", "10", true), TierExact, alice},
 		{"a removal named in a collection's uid set", []facts.Fact{collection("c", carol, 0, "app=web", "u0", "u1")},
 			event(true, "u1", "9", true), TierDeleteCollectionUID, carol},
-		{"a removal with only a write fact falls back to it", []facts.Fact{withUID(fact("w", "patch", bob, 0), "u1", "5")},
-			event(true, "u1", "6", true), TierLatest, bob},
+		// Rule b: a write fact never names who removed the object.
+		{"a removal with only the uid's write fact is unresolved", []facts.Fact{withUID(fact("w", "patch", bob, 0), "u1", "5")},
+			event(true, "u1", "6", true), TierAbsent, facts.Actor{}},
+		{"a removal with only a write fact by name is unresolved", []facts.Fact{nameOnly("w", "create", bob)},
+			event(true, "u1", "6", true), TierAbsent, facts.Actor{}},
+		{"a removal with only a write fact for its rv is unresolved", []facts.Fact{rvOnly("w", "update", "78", bob)},
+			event(true, "u1", "78", true), TierAbsent, facts.Actor{}},
 		{"a write without an rv takes the uid pointer", []facts.Fact{withUID(fact("w", "patch", bob, 0), "u1", "5")},
 			event(false, "u1", "", true), TierLatest, bob},
 		{"an aggregated API's create by name", []facts.Fact{nameOnly("w", "create", bob)},
@@ -104,10 +109,10 @@ func TestAFinalizerPatchDoesNotReplaceTheDeleter(t *testing.T) {
 	}
 }
 
-// TestARemovalWithOnlyAWriteFactWaitsTheGrace (rule b): the write fact is
-// held while the wait goes on; a later write wakes the waiter without
-// ending the wait, and the grace's end returns the newest write.
-func TestARemovalWithOnlyAWriteFactWaitsTheGrace(t *testing.T) {
+// TestARemovalWithOnlyWriteFactsIsUnresolved (rule b): a later write
+// wakes the waiter without ending the wait, and the grace's end leaves the
+// removal unresolved: the last writer is not the deleter.
+func TestARemovalWithOnlyWriteFactsIsUnresolved(t *testing.T) {
 	f := newFixture()
 	f.apply(withUID(fact("w1", "patch", bob, 0), "u1", "5"))
 	done := f.resolve(context.Background(), event(true, "u1", "6", false))
@@ -118,8 +123,8 @@ func TestARemovalWithOnlyAWriteFactWaitsTheGrace(t *testing.T) {
 	f.clock.Step(3 * time.Second)
 
 	got := <-done
-	require.Equal(t, TierLatest, got.Tier)
-	require.Equal(t, carol, got.Actor)
+	require.Equal(t, TierAbsent, got.Tier)
+	require.Equal(t, facts.Actor{}, got.Actor)
 	require.Equal(t, 3*time.Second, got.Waited)
 }
 
@@ -204,7 +209,7 @@ func TestTheGraceRunsFromReceived(t *testing.T) {
 }
 
 // TestAnEndedContextEndsTheWait: a stopping stream does not sit out the
-// grace; the removal still gets its held write.
+// grace; the removal, with only a write fact, is unresolved.
 func TestAnEndedContextEndsTheWait(t *testing.T) {
 	f := newFixture()
 	f.apply(withUID(fact("w", "patch", bob, 0), "u1", "5"))
@@ -213,8 +218,8 @@ func TestAnEndedContextEndsTheWait(t *testing.T) {
 	f.asleepOn(t, done)
 	cancel()
 	got := <-done
-	require.Equal(t, TierLatest, got.Tier)
-	require.Equal(t, bob, got.Actor)
+	require.Equal(t, TierAbsent, got.Tier)
+	require.Equal(t, facts.Actor{}, got.Actor)
 }
 
 func TestActorKind(t *testing.T) {
