@@ -85,8 +85,10 @@ func newAdmission(cfg *rest.Config, o *AdmissionOptions, scheme *runtime.Scheme)
 }
 
 // start registers the handler and, for a self-issued certificate, issues
-// it before the server first serves and keeps it current.
-func (s *admissionSetup) start(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer) error {
+// it before the server first serves and keeps it current. recoverPanic is
+// Options.RecoverPanic: without it a panic in the handler crashes the
+// process (guardPanics) instead of becoming a 500 answer.
+func (s *admissionSetup) start(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer, recoverPanic bool) error {
 	if s == nil {
 		return nil
 	}
@@ -95,7 +97,8 @@ func (s *admissionSetup) start(ctx context.Context, mgr ctrl.Manager, reg promet
 		return fmt.Errorf("registering admission metrics: %w", err)
 	}
 	// The manager runs the server it was given once asked for it.
-	mgr.GetWebhookServer().Register(admission.Path, &webhook.Admission{Handler: &admission.Handler{Submitters: s.submitters, Observer: am}})
+	handler := &webhook.Admission{Handler: &admission.Handler{Submitters: s.submitters, Observer: am}, RecoverPanic: &recoverPanic}
+	mgr.GetWebhookServer().Register(admission.Path, guardPanics("admission", handler, recoverPanic))
 	if s.certs == nil {
 		return nil
 	}

@@ -25,7 +25,8 @@ import (
 
 // setupAttribution adds the audit ingress and the watch side of
 // attribution to the manager; nil (configured-author mode) when a is nil.
-func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redisOpts *redisconn.Options, reg prometheus.Registerer) (*attributionPipeline, error) {
+// recoverPanic is Options.RecoverPanic, for the ingress (guardPanics).
+func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redisOpts *redisconn.Options, reg prometheus.Registerer, recoverPanic bool) (*attributionPipeline, error) {
 	if a == nil {
 		return nil, nil
 	}
@@ -37,7 +38,7 @@ func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redisOpts *redisc
 	if err != nil {
 		return nil, err
 	}
-	if err := setupAuditIngress(mgr, a, transport, reg); err != nil {
+	if err := setupAuditIngress(mgr, a, transport, reg, recoverPanic); err != nil {
 		return nil, err
 	}
 	pipeline := newAttributionPipeline(a, transport, observer)
@@ -65,7 +66,7 @@ func newFactTransport(a *AttributionOptions, redisOpts *redisconn.Options, obser
 // setupAuditIngress adds the audit ingress to the manager: the HTTPS
 // server (on every replica, not leader-elected), its serving certificate
 // reloaded from its files, its readiness check, and its metrics.
-func setupAuditIngress(mgr ctrl.Manager, a *AttributionOptions, transport facts.Transport, reg prometheus.Registerer) error {
+func setupAuditIngress(mgr ctrl.Manager, a *AttributionOptions, transport facts.Transport, reg prometheus.Registerer, recoverPanic bool) error {
 	watcher, err := certwatcher.New(a.CertFile, a.KeyFile)
 	if err != nil {
 		return fmt.Errorf("loading the audit ingress certificate: %w", err)
@@ -93,7 +94,7 @@ func setupAuditIngress(mgr ctrl.Manager, a *AttributionOptions, transport facts.
 	mux := http.NewServeMux()
 	mux.Handle(audit.PathPrefix, handler)
 	mux.Handle(audit.PathPrefix+"/", handler)
-	server := &audit.Server{Addr: a.ListenAddr, Handler: mux, GetCertificate: watcher.GetCertificate, ClientCAs: clientCAs,
+	server := &audit.Server{Addr: a.ListenAddr, Handler: guardPanics("audit-ingress", mux, recoverPanic), GetCertificate: watcher.GetCertificate, ClientCAs: clientCAs,
 		Insecure: a.Insecure}
 	if err := mgr.Add(server); err != nil {
 		return fmt.Errorf("adding the audit ingress: %w", err)

@@ -137,7 +137,7 @@ func Run(ctx context.Context, o Options) error {
 	if redisClient != nil {
 		defer redisClient.Close()
 	}
-	pipeline, err := setupAttribution(mgr, o.Attribution, o.Redis, reg)
+	pipeline, err := setupAttribution(mgr, o.Attribution, o.Redis, reg, o.RecoverPanic)
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)
 	}
-	if err := webhooks.start(ctx, mgr, reg); err != nil {
+	if err := webhooks.start(ctx, mgr, reg, o.RecoverPanic); err != nil {
 		return err
 	}
 	if err := setupControllers(mgr, eng, fm, o, webhooks.lookup()); err != nil {
