@@ -70,4 +70,3 @@ func (d *describing) MustRegister(cs ...prometheus.Collector) {
 }
 
 func (d *describing) Unregister(prometheus.Collector) bool { return false }
-
