@@ -33,13 +33,20 @@ verify-generated: generate manifests ## Fail when generated code or manifests ar
 test-binaries: ## Build (once per machine) kube-apiserver, etcd, Gitea and the sops CLI for the tests
 	test/tools/build.sh
 
+# Helm is a Go tool of this module (go.mod's tool block), for the chart and
+# docs tests; test/harness.HelmBinary compiles it on demand otherwise.
+.PHONY: helm
+helm: ## Compile Helm into Go's build cache (the first time on a machine: about 11 minutes on two cores)
+	@echo "compiling Helm (go tool -n helm) unless Go's build cache has it: the first time on a machine this takes about 11 minutes on two cores"
+	@$(GO) tool -n helm >/dev/null
+
 # Packages whose code runs goroutines of its own are tested under the race
 # detector; the rest without it (the detector slows a run several times).
 # Each package is tested once: the second run leaves out the race packages.
 RACE_PKGS := ./internal/branch/... ./internal/kubecache/... ./internal/watch/... ./internal/discovery/... ./internal/engine/... ./internal/mirror/... ./internal/operator/... ./internal/audit/... ./internal/facts/... ./internal/attribution/... ./internal/admission/... ./internal/redisstore/... ./internal/redisconn/... ./forges/...
 
 .PHONY: test
-test: test-binaries vet ## Run every test against the real components (concurrent packages under -race)
+test: test-binaries helm vet ## Run every test against the real components (concurrent packages under -race)
 	$(GO) test -race $(RACE_PKGS) -count=1 -timeout 60m
 	$(GO) test $$($(GO) list ./... | grep -vxF -f <($(GO) list $(RACE_PKGS))) -count=1 -timeout 60m
 

@@ -85,7 +85,7 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", f.probeAddr, "Address of /healthz and /readyz; 0 disables them.")
 	fs.BoolVar(&f.leaderElect, "leader-elect", f.leaderElect, "Elect a leader, so exactly one replica mirrors.")
 	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", f.leaderElectionNS, "Namespace of the leader Lease (default: --operator-namespace).")
-	fs.StringVar(&f.operatorNamespace, "operator-namespace", f.operatorNamespace, "Namespace of remote kubeconfig Secrets (default $POD_NAMESPACE).")
+	fs.StringVar(&f.operatorNamespace, "operator-namespace", f.operatorNamespace, "Namespace of remote kubeconfig Secrets and the leader Lease; $POD_NAMESPACE when that is set.")
 	fs.StringVar(&f.branchBufferMaxSize, "branch-buffer-max-size", f.branchBufferMaxSize, "A commit window closes once its writes hold this much YAML.")
 	fs.StringVar(&f.additionalSensitive, "additional-sensitive-resources", f.additionalSensitive,
 		"Comma-separated resource.group names (e.g. sealedsecrets.bitnami.com) written only encrypted, besides core Secrets.")

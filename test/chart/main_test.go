@@ -7,11 +7,8 @@
 package chart
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/configbutler/gitops-reverser/test/harness"
@@ -34,7 +31,7 @@ func TestMain(m *testing.M) { harness.Exit(run(m)) }
 
 func run(m *testing.M) (int, error) {
 	var err error
-	if env.helm, err = helmBinary(); err != nil {
+	if env.helm, err = harness.HelmBinary(); err != nil {
 		return 0, err
 	}
 	dir, err := os.MkdirTemp("", "chart-git-")
@@ -55,18 +52,6 @@ func run(m *testing.M) (int, error) {
 	}
 	defer env.kube.Stop()
 	return m.Run(), nil
-}
-
-// helmBinary builds Helm (the module's tool) once and returns its path, so
-// each render does not pay for `go tool`'s staleness check.
-func helmBinary() (string, error) {
-	cmd := exec.Command("go", "tool", "-n", "helm")
-	cmd.Dir = harness.RepoRoot()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building helm (go tool -n helm): %w\n%s", err, out)
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 // chartDir is the chart under test.

@@ -131,7 +131,9 @@ func dryRunCreate(t *testing.T, c client.Client, obj *unstructured.Unstructured)
 // the files it names replaced by the user's (test) files.
 func renderHelm(t *testing.T, p page, args []string, files map[string]string) []*unstructured.Unstructured {
 	t.Helper()
-	template := []string{"tool", "helm", "template", args[2], args[3]}
+	helm, err := harness.HelmBinary()
+	require.NoError(t, err)
+	template := []string{"template", args[2], args[3]}
 	for i := 4; i < len(args); i++ {
 		a := args[i]
 		switch a {
@@ -153,14 +155,14 @@ func renderHelm(t *testing.T, p page, args []string, files map[string]string) []
 			require.Failf(t, "unknown helm flag", "%s in %v", a, args)
 		}
 	}
-	cmd := exec.Command("go", template...)
+	cmd := exec.Command(helm, template...)
 	cmd.Dir = harness.RepoRoot()
 	out, err := cmd.Output()
 	var stderr string
 	if exitErr, ok := err.(*exec.ExitError); ok {
 		stderr = string(exitErr.Stderr)
 	}
-	require.NoError(t, err, "helm %v:\n%s", template[2:], stderr)
+	require.NoError(t, err, "helm %v:\n%s", template, stderr)
 	return decodeObjects(t, string(out))
 }
 
