@@ -46,6 +46,10 @@ func variants() []variant {
 		{"noLeaderElection", "operator: {leaderElect: false, additionalSensitiveResources: [sealedsecrets.bitnami.com]}\n"},
 		{"serviceMonitor", "metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}\n"},
 		{"attribution", "attribution: {enabled: true}\n"},
+		{"attributionExistingSecret", existingSecretValues},
+		// 10.0.0.0/24 is kube-apiserver's default Service range (the harness's).
+		{"attributionByAddress", "attribution: {enabled: true, service: {clusterIP: 10.0.0.244}, " +
+			"webhookURL: \"https://10.0.0.244:9444/audit-webhook/default\"}\n"},
 		{"redis", redisValues},
 		{"credentialNamespaces", "rbac: {credentialNamespaces: [team-a, team-b], generateSigningKeys: true}\n"},
 		{"clusterWideSecrets", "rbac: {clusterWideSecrets: true, generateEncryptionKeys: true}\n"},
