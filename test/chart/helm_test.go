@@ -296,6 +296,10 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"misspelled credentials field", "credentials: {type: token, token: {tokne: x}}\n", []string{"additional properties 'tokne' not allowed"}},
 		{"mirrorAllTypes not a boolean", "rbac: {mirrorAllTypes: \"yes\"}\n", []string{"at '/rbac/mirrorAllTypes': got string, want boolean"}},
 		{"mirrored resource without resources", "rbac: {mirroredResources: [{apiGroups: [apps]}]}\n", []string{"missing property 'resources'"}},
+		{"a name among the IP addresses", "attribution: {extraIPAddresses: [audit.example]}\n",
+			[]string{"at '/attribution/extraIPAddresses/0': 'audit.example' does not match pattern"}},
+		{"a serving duration in days", "attribution: {certManager: {servingDuration: 90d}}\n",
+			[]string{"at '/attribution/certManager/servingDuration': '90d' does not match pattern"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
