@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log"
@@ -41,22 +42,39 @@ type Server struct {
 	// ErrorLog receives TLS handshake failures (a refused client among
 	// them); nil means the standard logger.
 	ErrorLog *log.Logger
+	// ClientCertificate, when set, is told the verified client
+	// certificate of each connection: the certificate kube-apiserver
+	// holds in a file on its node, whose expiry nothing else reports.
+	ClientCertificate func(*x509.Certificate)
 
 	serving atomic.Bool
 }
 
 // LoadClientCAs reads a PEM bundle of the CAs that sign audit client
-// certificates.
-func LoadClientCAs(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
+// certificates: the pool that verifies them, and the CAs themselves (whose
+// expiry is reported).
+func LoadClientCAs(path string) (*x509.CertPool, []*x509.Certificate, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the audit client CA: %w", err)
+		return nil, nil, fmt.Errorf("reading the audit client CA: %w", err)
 	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("the audit client CA %s holds no PEM certificate", path)
+	var cas []*x509.Certificate
+	for block, rest := pem.Decode(data); block != nil; block, rest = pem.Decode(rest) {
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		ca, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the audit client CA %s: %w", path, err)
+		}
+		pool.AddCert(ca)
+		cas = append(cas, ca)
 	}
-	return pool, nil
+	if len(cas) == 0 {
+		return nil, nil, fmt.Errorf("the audit client CA %s holds no PEM certificate", path)
+	}
+	return pool, cas, nil
 }
 
 // TLSConfig is the server's TLS configuration: TLS 1.2 or later, and a
@@ -73,6 +91,15 @@ func (s *Server) TLSConfig() (*tls.Config, error) {
 		return nil, errors.New("the audit server needs a client CA unless it is insecure")
 	default:
 		cfg.ClientCAs = s.ClientCAs
+	}
+	if s.ClientCertificate != nil {
+		// Called after the chain was verified, once per connection.
+		cfg.VerifyConnection = func(state tls.ConnectionState) error {
+			if len(state.PeerCertificates) > 0 {
+				s.ClientCertificate(state.PeerCertificates[0])
+			}
+			return nil
+		}
 	}
 	return cfg, nil
 }

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,16 +100,23 @@ func emptyList() []byte {
 // TestServerServesOnlyClientsTheAuditCASigned: with mTLS (the default) a
 // client without a certificate, or with one another CA signed, is refused
 // in the handshake and never reaches the handler; one the audit CA signed
-// is served.
+// is served, and its certificate is reported (its expiry is a metric).
 func TestServerServesOnlyClientsTheAuditCASigned(t *testing.T) {
 	serverCA, clientCA, rogueCA := newAuthority(t, "serving"), newAuthority(t, "audit clients"), newAuthority(t, "rogue")
 	serving := serverCA.issue(t, "gitops-reverser-audit", x509.ExtKeyUsageServerAuth)
 	observer := newObserver()
+	var presentedMu sync.Mutex
+	var presented []string
 	srv := &audit.Server{
 		Handler:        newHandler(t, &recordingTransport{}, observer),
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil },
 		ClientCAs:      clientCA.pool(),
 		ErrorLog:       log.New(io.Discard, "", 0),
+		ClientCertificate: func(c *x509.Certificate) {
+			presentedMu.Lock()
+			defer presentedMu.Unlock()
+			presented = append(presented, c.Subject.CommonName+" by "+c.Issuer.CommonName)
+		},
 	}
 	require.Error(t, srv.Ready(nil), "not ready before it serves")
 	url := startServer(t, srv) + "/audit-webhook/prod"
@@ -130,6 +138,9 @@ func TestServerServesOnlyClientsTheAuditCASigned(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, []listReport{{outcome: audit.ListOK}}, observer.lists)
 	require.NoError(t, srv.Ready(nil), "ready while serving")
+	presentedMu.Lock()
+	defer presentedMu.Unlock()
+	require.Equal(t, []string{"kube-apiserver by audit clients"}, presented, "only the verified client certificate is reported")
 }
 
 // TestInsecureServerServesClientsWithoutCertificates: Insecure turns the
@@ -170,11 +181,13 @@ func TestLoadClientCAs(t *testing.T) {
 	require.NoError(t, os.WriteFile(good, newAuthority(t, "audit clients").pem, 0o600))
 	require.NoError(t, os.WriteFile(empty, []byte("not a certificate"), 0o600))
 
-	pool, err := audit.LoadClientCAs(good)
+	pool, cas, err := audit.LoadClientCAs(good)
 	require.NoError(t, err)
 	require.NotNil(t, pool)
-	_, err = audit.LoadClientCAs(empty)
+	require.Len(t, cas, 1, "the CAs are returned for their expiry")
+	require.Equal(t, "audit clients", cas[0].Subject.CommonName)
+	_, _, err = audit.LoadClientCAs(empty)
 	require.ErrorContains(t, err, "no PEM certificate")
-	_, err = audit.LoadClientCAs(filepath.Join(dir, "missing.crt"))
+	_, _, err = audit.LoadClientCAs(filepath.Join(dir, "missing.crt"))
 	require.Error(t, err)
 }

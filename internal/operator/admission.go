@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,8 +51,10 @@ func (a *AdmissionOptions) check() error {
 // admissionSetup is the webhook a manager serves: the server for its
 // options, and the record the CommitRequest controller reads.
 type admissionSetup struct {
-	server     webhook.Server
+	server webhook.Server
+	// certs issues the serving certificate; nil when certDir holds it.
 	certs      *admission.SelfSigned
+	certDir    string
 	submitters *admission.Submitters
 }
 
@@ -64,7 +67,7 @@ func newAdmission(cfg *rest.Config, o *AdmissionOptions, scheme *runtime.Scheme)
 	if err := o.check(); err != nil {
 		return nil, fmt.Errorf("admission webhook: %w", err)
 	}
-	s := &admissionSetup{submitters: admission.NewSubmitters(0, 0, nil)}
+	s := &admissionSetup{submitters: admission.NewSubmitters(0, 0, nil), certDir: o.CertDir}
 	opts := webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}
 	if o.CertDir == "" {
 		// Uncached: the operator reads one ValidatingWebhookConfiguration,
@@ -85,10 +88,12 @@ func newAdmission(cfg *rest.Config, o *AdmissionOptions, scheme *runtime.Scheme)
 }
 
 // start registers the handler and, for a self-issued certificate, issues
-// it before the server first serves and keeps it current. recoverPanic is
-// Options.RecoverPanic: without it a panic in the handler crashes the
-// process (guardPanics) instead of becoming a 500 answer.
-func (s *admissionSetup) start(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer, recoverPanic bool) error {
+// it before the server first serves and keeps it current; certs is told
+// the serving certificate. recoverPanic is Options.RecoverPanic: without
+// it a panic in the handler crashes the process (guardPanics) instead of
+// becoming a 500 answer.
+func (s *admissionSetup) start(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer, certs *metrics.CertificateMetrics,
+	recoverPanic bool) error {
 	if s == nil {
 		return nil
 	}
@@ -100,8 +105,11 @@ func (s *admissionSetup) start(ctx context.Context, mgr ctrl.Manager, reg promet
 	handler := &webhook.Admission{Handler: &admission.Handler{Submitters: s.submitters, Observer: am}, RecoverPanic: &recoverPanic}
 	mgr.GetWebhookServer().Register(admission.Path, guardPanics("admission", handler, recoverPanic))
 	if s.certs == nil {
+		// controller-runtime serves, and reloads, <CertDir>/tls.crt.
+		certs.Watch(metrics.CertAdmissionServing, metrics.CertificateFile(filepath.Join(s.certDir, "tls.crt")))
 		return nil
 	}
+	certs.Watch(metrics.CertAdmissionServing, metrics.ServedBy(s.certs.GetCertificate))
 	if err := s.certs.Ensure(ctx); err != nil {
 		// Serving waits for nothing: a caBundle not injected yet only
 		// costs submitters until the next check.

@@ -25,8 +25,10 @@ import (
 
 // setupAttribution adds the audit ingress and the watch side of
 // attribution to the manager; nil (configured-author mode) when a is nil.
-// recoverPanic is Options.RecoverPanic, for the ingress (guardPanics).
-func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redisOpts *redisconn.Options, reg prometheus.Registerer, recoverPanic bool) (*attributionPipeline, error) {
+// certs is told the ingress's certificates; recoverPanic is
+// Options.RecoverPanic, for the ingress (guardPanics).
+func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redisOpts *redisconn.Options, reg prometheus.Registerer,
+	certs *metrics.CertificateMetrics, recoverPanic bool) (*attributionPipeline, error) {
 	if a == nil {
 		return nil, nil
 	}
@@ -38,7 +40,7 @@ func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redisOpts *redisc
 	if err != nil {
 		return nil, err
 	}
-	if err := setupAuditIngress(mgr, a, transport, reg, recoverPanic); err != nil {
+	if err := setupAuditIngress(mgr, a, transport, reg, certs, recoverPanic); err != nil {
 		return nil, err
 	}
 	pipeline := newAttributionPipeline(a, transport, observer)
@@ -65,8 +67,11 @@ func newFactTransport(a *AttributionOptions, redisOpts *redisconn.Options, obser
 
 // setupAuditIngress adds the audit ingress to the manager: the HTTPS
 // server (on every replica, not leader-elected), its serving certificate
-// reloaded from its files, its readiness check, and its metrics.
-func setupAuditIngress(mgr ctrl.Manager, a *AttributionOptions, transport facts.Transport, reg prometheus.Registerer, recoverPanic bool) error {
+// reloaded from its files, its readiness check, and its metrics (the
+// expiry of the serving certificate, the client CA and the client
+// certificate kube-apiserver presents among them).
+func setupAuditIngress(mgr ctrl.Manager, a *AttributionOptions, transport facts.Transport, reg prometheus.Registerer,
+	certs *metrics.CertificateMetrics, recoverPanic bool) error {
 	watcher, err := certwatcher.New(a.CertFile, a.KeyFile)
 	if err != nil {
 		return fmt.Errorf("loading the audit ingress certificate: %w", err)
@@ -74,11 +79,15 @@ func setupAuditIngress(mgr ctrl.Manager, a *AttributionOptions, transport facts.
 	if err := mgr.Add(watcher); err != nil {
 		return fmt.Errorf("adding the audit certificate watcher: %w", err)
 	}
+	certs.Watch(metrics.CertAuditServing, metrics.ServedBy(watcher.GetCertificate))
 	var clientCAs *x509.CertPool
 	if !a.Insecure {
-		if clientCAs, err = audit.LoadClientCAs(a.ClientCAFile); err != nil {
+		var cas []*x509.Certificate
+		if clientCAs, cas, err = audit.LoadClientCAs(a.ClientCAFile); err != nil {
 			return err
 		}
+		// Read once, as the pool is: a changed file needs a restart.
+		certs.Watch(metrics.CertAuditClientCA, metrics.EarliestExpiry(cas))
 	}
 	observer := metrics.NewAuditMetrics()
 	if err := observer.Register(reg); err != nil {
@@ -95,7 +104,7 @@ func setupAuditIngress(mgr ctrl.Manager, a *AttributionOptions, transport facts.
 	mux.Handle(audit.PathPrefix, handler)
 	mux.Handle(audit.PathPrefix+"/", handler)
 	server := &audit.Server{Addr: a.ListenAddr, Handler: guardPanics("audit-ingress", mux, recoverPanic), GetCertificate: watcher.GetCertificate, ClientCAs: clientCAs,
-		Insecure: a.Insecure}
+		Insecure: a.Insecure, ClientCertificate: func(c *x509.Certificate) { certs.Presented(metrics.CertAuditClient, c) }}
 	if err := mgr.Add(server); err != nil {
 		return fmt.Errorf("adding the audit ingress: %w", err)
 	}

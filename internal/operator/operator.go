@@ -130,6 +130,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := fm.Register(reg); err != nil {
 		return fmt.Errorf("registering forge metrics: %w", err)
 	}
+	certs := metrics.NewCertificateMetrics()
+	if err := certs.Register(reg); err != nil {
+		return fmt.Errorf("registering certificate metrics: %w", err)
+	}
 	redisClient, err := setupRedis(mgr, o.Redis)
 	if err != nil {
 		return err
@@ -137,7 +141,7 @@ func Run(ctx context.Context, o Options) error {
 	if redisClient != nil {
 		defer redisClient.Close()
 	}
-	pipeline, err := setupAttribution(mgr, o.Attribution, o.Redis, reg, o.RecoverPanic)
+	pipeline, err := setupAttribution(mgr, o.Attribution, o.Redis, reg, certs, o.RecoverPanic)
 	if err != nil {
 		return err
 	}
@@ -158,7 +162,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)
 	}
-	if err := webhooks.start(ctx, mgr, reg, o.RecoverPanic); err != nil {
+	if err := webhooks.start(ctx, mgr, reg, certs, o.RecoverPanic); err != nil {
 		return err
 	}
 	if err := setupControllers(mgr, eng, fm, o, webhooks.lookup()); err != nil {

@@ -46,6 +46,10 @@ func variants() []variant {
 		{"noLeaderElection", "operator: {leaderElect: false, additionalSensitiveResources: [sealedsecrets.bitnami.com]}\n"},
 		{"serviceMonitor", "metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}\n"},
 		{"attribution", "attribution: {enabled: true}\n"},
+		{"attributionExistingSecret", existingSecretValues},
+		// 10.0.0.0/24 is kube-apiserver's default Service range (the harness's).
+		{"attributionByAddress", "attribution: {enabled: true, service: {clusterIP: 10.0.0.244}, " +
+			"webhookURL: \"https://10.0.0.244:9444/audit-webhook/default\"}\n"},
 		{"redis", redisValues},
 		{"credentialNamespaces", "rbac: {credentialNamespaces: [team-a, team-b], generateSigningKeys: true}\n"},
 		{"clusterWideSecrets", "rbac: {clusterWideSecrets: true, generateEncryptionKeys: true}\n"},
@@ -292,6 +296,10 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"misspelled credentials field", "credentials: {type: token, token: {tokne: x}}\n", []string{"additional properties 'tokne' not allowed"}},
 		{"mirrorAllTypes not a boolean", "rbac: {mirrorAllTypes: \"yes\"}\n", []string{"at '/rbac/mirrorAllTypes': got string, want boolean"}},
 		{"mirrored resource without resources", "rbac: {mirroredResources: [{apiGroups: [apps]}]}\n", []string{"missing property 'resources'"}},
+		{"a name among the IP addresses", "attribution: {extraIPAddresses: [audit.example]}\n",
+			[]string{"at '/attribution/extraIPAddresses/0': 'audit.example' does not match pattern"}},
+		{"a serving duration in days", "attribution: {certManager: {servingDuration: 90d}}\n",
+			[]string{"at '/attribution/certManager/servingDuration': '90d' does not match pattern"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

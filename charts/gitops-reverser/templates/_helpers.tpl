@@ -51,11 +51,50 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-audit" (include "gitops-reverser.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* The DNS names the audit ingress's serving certificate holds. */}}
+{{/* The host of attribution.webhookURL, without port or brackets; "" when unset. */}}
+{{- define "gitops-reverser.auditWebhookHost" -}}
+{{- with .Values.attribution.webhookURL -}}
+{{- (urlParse .).hostname -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An IP address (v4 or v6), as opposed to a DNS name. */}}
+{{- define "gitops-reverser.isIP" -}}
+{{- if or (regexMatch "^[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+$" .) (contains ":" .) -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+The DNS names the audit ingress's serving certificate holds: the Service's
+names, extraDNSNames, and the host of webhookURL when it is a name.
+*/}}
 {{- define "gitops-reverser.auditDNSNames" -}}
 {{- $svc := include "gitops-reverser.auditService" . -}}
 {{- $ns := .Release.Namespace -}}
-{{- toJson (concat (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns)) .Values.attribution.extraDNSNames) -}}
+{{- $names := concat (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns)) .Values.attribution.extraDNSNames -}}
+{{- $host := include "gitops-reverser.auditWebhookHost" . -}}
+{{- if and $host (not (include "gitops-reverser.isIP" $host)) -}}
+{{- $names = append $names $host -}}
+{{- end -}}
+{{- toJson ($names | uniq) -}}
+{{- end -}}
+
+{{/*
+The IP addresses the audit ingress's serving certificate holds:
+extraIPAddresses, and the host of webhookURL when it is an address (a
+static-pod kube-apiserver cannot resolve a .svc name).
+*/}}
+{{- define "gitops-reverser.auditIPAddresses" -}}
+{{- $ips := .Values.attribution.extraIPAddresses -}}
+{{- $host := include "gitops-reverser.auditWebhookHost" . -}}
+{{- if and $host (include "gitops-reverser.isIP" $host) -}}
+{{- $ips = append $ips $host -}}
+{{- end -}}
+{{- toJson ($ips | uniq) -}}
+{{- end -}}
+
+{{/* The Secret mounted into the operator's Pod for the audit ingress. */}}
+{{- define "gitops-reverser.auditServingSecret" -}}
+{{- .Values.attribution.existingSecret | default (printf "%s-audit-serving" (include "gitops-reverser.fullname" .)) -}}
 {{- end -}}
 
 {{/* Where the audit ingress's certificate is mounted in the operator's Pod. */}}
@@ -79,6 +118,9 @@ the facts the first received.
 {{- if .Values.attribution.enabled -}}
 {{- if and (gt (int .Values.replicaCount) 1) (not .Values.redis.addr) -}}
 {{- fail (printf "attribution.enabled=true keeps audit facts in memory in one process (--author-attribution-transport=memory) and needs replicaCount: 1, not %v (or redis.addr, for the Redis transport)" .Values.replicaCount) -}}
+{{- end -}}
+{{- if and .Values.attribution.existingSecret .Values.attribution.certManager.enabled -}}
+{{- fail "attribution.existingSecret names a Secret you manage, attribution.certManager.enabled has cert-manager issue one: set only one of them" -}}
 {{- end -}}
 {{- if and .Values.attribution.certManager.enabled (not (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
 {{- fail "attribution.certManager.enabled=true needs cert-manager (the cert-manager.io/v1 API) in the cluster; install it, or set it false and the chart generates the certificates" -}}
