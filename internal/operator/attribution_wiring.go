@@ -42,6 +42,12 @@ func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redis *redisSetup
 		return nil, err
 	}
 	pipeline := newAttributionPipeline(a, transport, index, observer)
+	if a.Transport == TransportRedis {
+		// Once Redis answers again the facts published there reach this
+		// index only through the follows: start them at once, not after
+		// what is left of their backoff.
+		redis.monitor.Recovered = append(redis.monitor.Recovered, pipeline.follower.Retry)
+	}
 	if err := mgr.Add(pipeline); err != nil {
 		return nil, fmt.Errorf("adding the attribution pipeline: %w", err)
 	}
