@@ -32,7 +32,7 @@ type Follower struct {
 	// (1 s and 30 s when zero).
 	MinBackoff, MaxBackoff time.Duration
 	// Sleep waits between failed follows and reports whether d passed
-	// before ctx ended; nil waits on Clock.
+	// before ctx ended; nil waits on Clock, or until Retry.
 	Sleep func(ctx context.Context, d time.Duration) bool
 
 	mu      sync.Mutex
@@ -41,6 +41,30 @@ type Follower struct {
 	streams map[facts.StreamKey]struct{}
 	stopped bool
 	wg      sync.WaitGroup
+	// retried is closed, and replaced, by Retry: the follows waiting out a
+	// backoff wait on it too.
+	retried chan struct{}
+}
+
+// Retry has every follow waiting out a backoff after a failure follow again
+// now: the transport is back (Redis answers again), and the facts published
+// from now on reach the index only through a follow.
+func (f *Follower) Retry() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.retried != nil {
+		close(f.retried)
+	}
+	f.retried = make(chan struct{})
+}
+
+func (f *Follower) retriedChan() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.retried == nil {
+		f.retried = make(chan struct{})
+	}
+	return f.retried
 }
 
 // Ensure starts following stream unless it is already followed or the
@@ -116,7 +140,16 @@ func (f *Follower) sleep(ctx context.Context, d time.Duration) bool {
 	if f.Sleep != nil {
 		return f.Sleep(ctx, d)
 	}
-	return retry.Sleep(ctx, f.clock(), d)
+	retried := f.retriedChan()
+	timer := f.clock().NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C():
+	case <-retried:
+	}
+	return true
 }
 
 func (f *Follower) clock() clock.Clock {

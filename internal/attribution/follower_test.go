@@ -84,3 +84,27 @@ func TestTheFollowerFeedsTheIndexAndRetries(t *testing.T) {
 	require.GreaterOrEqual(t, slept[0], time.Second)
 	require.Equal(t, 4, f.index.Len(), "configmaps' two facts once each, and secrets' two under their own stream")
 }
+
+// TestRetryEndsTheBackoffOfAFailedFollow: a follow that failed waits out
+// its backoff (an hour here, on a clock that never moves) unless Retry
+// says the transport is back.
+func TestRetryEndsTheBackoffOfAFailedFollow(t *testing.T) {
+	f := newFixture()
+	following := make(chan int, 2)
+	transport := &scriptedTransport{script: func(n int, ctx context.Context, _ facts.StreamKey,
+		_ func([]facts.Fact), _ func(int)) error {
+		if n == 1 {
+			return errors.New("connection refused")
+		}
+		following <- n
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	follower := &Follower{Transport: transport, TransportName: "redis", Index: f.index, Observer: f.obs,
+		Clock: f.clock, MinBackoff: time.Hour}
+	defer follower.Stop()
+	follower.Ensure(configmaps)
+	require.Eventually(t, f.clock.HasWaiters, 10*time.Second, time.Millisecond, "the failed follow waits out its backoff")
+	follower.Retry()
+	require.Equal(t, 2, <-following, "followed again without the clock moving")
+}

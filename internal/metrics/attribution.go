@@ -7,6 +7,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/internal/attribution"
 	"github.com/configbutler/gitops-reverser/internal/facts"
+	"github.com/configbutler/gitops-reverser/internal/facts/fallback"
 )
 
 // AttributionMetrics are the attribution join's and the fact pipeline's
@@ -22,9 +23,14 @@ type AttributionMetrics struct {
 	followerErrs *prometheus.CounterVec
 	followerLag  *prometheus.HistogramVec
 	decodeErrs   prometheus.Counter
+	held         prometheus.Gauge
+	heldDone     *prometheus.CounterVec
 }
 
-var _ attribution.Observer = (*AttributionMetrics)(nil)
+var (
+	_ attribution.Observer = (*AttributionMetrics)(nil)
+	_ fallback.Observer    = (*AttributionMetrics)(nil)
+)
 
 // eventKinds are the values of attribution_resolution_wait_seconds{event_kind}.
 var eventKinds = []string{"write", "removal"}
@@ -57,6 +63,14 @@ func NewAttributionMetrics() *AttributionMetrics {
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 300, 600}}, []string{"transport"}),
 		decodeErrs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_fact_decode_errors_total",
 			Help: "Entries of a Redis fact stream a follower could not decode and skipped (another version's, or damaged). Should be zero."}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "attribution_held_facts",
+			Help: "Facts Redis refused that this process filed into its own index and holds to publish when Redis is back."}),
+		heldDone: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_held_facts_total",
+			Help: "What became of held facts: published once Redis was back, expired (older than one fact TTL by then), " +
+				"overflow (pushed out by newer ones)."}, []string{"outcome"}),
+	}
+	for _, outcome := range fallback.HeldOutcomes {
+		m.heldDone.WithLabelValues(string(outcome))
 	}
 	for _, op := range []string{"written", "matched"} {
 		m.factOps.WithLabelValues(op)
@@ -83,7 +97,8 @@ func (m *AttributionMetrics) Register(reg prometheus.Registerer) error {
 }
 
 func (m *AttributionMetrics) attributionFamilies() []prometheus.Collector {
-	return []prometheus.Collector{m.resolutions, m.wait, m.factOps, m.entries, m.evictions, m.gaps, m.followerErrs, m.followerLag, m.decodeErrs}
+	return []prometheus.Collector{m.resolutions, m.wait, m.factOps, m.entries, m.evictions, m.gaps, m.followerErrs, m.followerLag, m.decodeErrs,
+		m.held, m.heldDone}
 }
 
 // FactsWritten implements attribution.Observer.
@@ -126,4 +141,12 @@ func (m *AttributionMetrics) FollowerLag(transport string, lag time.Duration) {
 // FollowerError implements attribution.Observer.
 func (m *AttributionMetrics) FollowerError(transport string, _ facts.StreamKey, _ error) {
 	m.followerErrs.WithLabelValues(transport).Inc()
+}
+
+// HeldFacts implements fallback.Observer.
+func (m *AttributionMetrics) HeldFacts(n int) { m.held.Set(float64(n)) }
+
+// HeldDone implements fallback.Observer.
+func (m *AttributionMetrics) HeldDone(outcome fallback.HeldOutcome, n int) {
+	m.heldDone.WithLabelValues(string(outcome)).Add(float64(n))
 }

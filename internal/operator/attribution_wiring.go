@@ -17,17 +17,18 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/audit"
 	"github.com/configbutler/gitops-reverser/internal/engine"
 	"github.com/configbutler/gitops-reverser/internal/facts"
+	"github.com/configbutler/gitops-reverser/internal/facts/fallback"
 	"github.com/configbutler/gitops-reverser/internal/facts/memory"
 	factsredis "github.com/configbutler/gitops-reverser/internal/facts/redis"
 	"github.com/configbutler/gitops-reverser/internal/metrics"
-	"github.com/configbutler/gitops-reverser/internal/redisconn"
 )
 
 // setupAttribution adds the audit ingress and the watch side of
 // attribution to the manager; nil (configured-author mode) when a is nil.
-// certs is told the ingress's certificates; recoverPanic is
-// Options.RecoverPanic, for the ingress (guardPanics).
-func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redisOpts *redisconn.Options, reg prometheus.Registerer,
+// redis is nil without --redis-addr; certs is told the ingress's
+// certificates; recoverPanic is Options.RecoverPanic, for the ingress
+// (guardPanics).
+func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redis *redisSetup, reg prometheus.Registerer,
 	certs *metrics.CertificateMetrics, recoverPanic bool) (*attributionPipeline, error) {
 	if a == nil {
 		return nil, nil
@@ -36,14 +37,21 @@ func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redisOpts *redisc
 	if err := observer.Register(reg); err != nil {
 		return nil, fmt.Errorf("registering attribution metrics: %w", err)
 	}
-	transport, err := newFactTransport(a, redisOpts, observer)
+	index := &attribution.Index{TTL: a.factTTL(), Observer: observer}
+	transport, err := newFactTransport(a, redis, index, observer)
 	if err != nil {
 		return nil, err
 	}
 	if err := setupAuditIngress(mgr, a, transport, reg, certs, recoverPanic); err != nil {
 		return nil, err
 	}
-	pipeline := newAttributionPipeline(a, transport, observer)
+	pipeline := newAttributionPipeline(a, transport, index, observer)
+	if a.Transport == TransportRedis {
+		// Once Redis answers again the facts published there reach this
+		// index only through the follows: start them at once, not after
+		// what is left of their backoff.
+		redis.monitor.Recovered = append(redis.monitor.Recovered, pipeline.follower.Retry)
+	}
 	if err := mgr.Add(pipeline); err != nil {
 		return nil, fmt.Errorf("adding the attribution pipeline: %w", err)
 	}
@@ -51,18 +59,29 @@ func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redisOpts *redisc
 }
 
 // newFactTransport builds the transport --author-attribution-transport
-// names (check has refused the others): Redis Streams keep one fact TTL,
-// which a restarted process replays into its index.
-func newFactTransport(a *AttributionOptions, redisOpts *redisconn.Options, observer *metrics.AttributionMetrics) (facts.Transport, error) {
+// names (check has refused the others). Redis Streams keep one fact TTL,
+// which a restarted process replays into its index; while Redis refuses a
+// publish, the facts go to this process's index directly and are held to
+// be published when it is back (fallback), so a Redis outage costs the
+// authors of this replica's own changes nothing.
+func newFactTransport(a *AttributionOptions, redis *redisSetup, index *attribution.Index,
+	observer *metrics.AttributionMetrics) (facts.Transport, error) {
 	if a.Transport != TransportRedis {
 		return memory.New(memory.Options{Retention: a.factTTL()}), nil
 	}
-	clientOpts, err := redisOpts.ClientOptions()
+	clientOpts, err := redis.clientOptions()
 	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
+		return nil, err
 	}
-	return factsredis.New(clientOpts, factsredis.Options{Prefix: redisOpts.Prefix(), Retention: a.factTTL(),
-		DecodeError: observer.DecodeError}), nil
+	shared := factsredis.New(clientOpts, factsredis.Options{Prefix: redis.prefix, Retention: a.factTTL(),
+		DecodeError: observer.DecodeError})
+	transport, err := fallback.New(fallback.Options{Shared: shared, Local: index.Apply, Retention: a.factTTL(),
+		Failed: func(error) { redis.monitor.Check() }, Observer: observer, Log: ctrl.Log.WithName("attribution")})
+	if err != nil {
+		return nil, fmt.Errorf("building the fact transport: %w", err)
+	}
+	redis.monitor.Recovered = append(redis.monitor.Recovered, transport.Retry)
+	return transport, nil
 }
 
 // setupAuditIngress adds the audit ingress to the manager: the HTTPS
@@ -150,10 +169,10 @@ type attributionPipeline struct {
 	resolver  *attribution.Resolver
 }
 
-// newAttributionPipeline builds the index, follower and resolver over
-// transport, reporting to observer.
-func newAttributionPipeline(a *AttributionOptions, transport facts.Transport, observer *metrics.AttributionMetrics) *attributionPipeline {
-	index := &attribution.Index{TTL: a.factTTL(), Observer: observer}
+// newAttributionPipeline builds the follower and resolver over transport
+// and index, reporting to observer.
+func newAttributionPipeline(a *AttributionOptions, transport facts.Transport, index *attribution.Index,
+	observer *metrics.AttributionMetrics) *attributionPipeline {
 	return &attributionPipeline{
 		index:     index,
 		transport: transport,

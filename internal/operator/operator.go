@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	goredis "github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -76,8 +75,9 @@ type Options struct {
 	// as its commit's author; nil is configured-author mode.
 	Attribution *AttributionOptions
 	// Redis, when set, is where watch resume cursors (and, with the redis
-	// transport, attribution facts) are kept; the pod is not ready until it
-	// answers. Nil runs without Redis: watches cold-replay on restart.
+	// transport, attribution facts) are kept. Its outages are logged and
+	// counted, never a reason to be unready (redis.go). Nil runs without
+	// Redis: watches cold-replay on restart.
 	Redis *redisconn.Options
 	// Admission, when set, serves the webhook that names CommitRequest
 	// submitters; nil leaves every CommitRequest without one.
@@ -134,14 +134,14 @@ func Run(ctx context.Context, o Options) error {
 	if err := certs.Register(reg); err != nil {
 		return fmt.Errorf("registering certificate metrics: %w", err)
 	}
-	redisClient, err := setupRedis(mgr, o.Redis)
+	redis, err := setupRedis(mgr, o, reg)
 	if err != nil {
 		return err
 	}
-	if redisClient != nil {
-		defer redisClient.Close()
+	if redis != nil {
+		defer redis.client.Close()
 	}
-	pipeline, err := setupAttribution(mgr, o.Attribution, o.Redis, reg, certs, o.RecoverPanic)
+	pipeline, err := setupAttribution(mgr, o.Attribution, redis, reg, certs, o.RecoverPanic)
 	if err != nil {
 		return err
 	}
@@ -149,14 +149,10 @@ func Run(ctx context.Context, o Options) error {
 		LocalConfig: o.Config, Policy: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive},
 		BufferMax: o.BufferMax, Log: ctrl.Log.WithName("engine"), Metrics: m, Attribution: pipeline.engineAttribution(),
 	}
-	if redisClient != nil {
-		rm := metrics.NewRedisMetrics()
-		if err := rm.Register(reg); err != nil {
-			return fmt.Errorf("registering Redis metrics: %w", err)
-		}
-		engineOpts.Cursors = &redisstore.Cursors{Client: redisClient, Prefix: o.Redis.Prefix()}
-		engineOpts.CursorObserver = rm
-		webhooks.share(&redisstore.Submitters{Client: redisClient, Prefix: o.Redis.Prefix()}, rm)
+	if redis != nil {
+		engineOpts.Cursors = &redisstore.Cursors{Client: redis.client, Prefix: o.Redis.Prefix()}
+		engineOpts.CursorObserver = redis.observer
+		webhooks.share(&redisstore.Submitters{Client: redis.client, Prefix: o.Redis.Prefix()}, redis.observer)
 	}
 	eng := engine.New(engineOpts)
 	if err := mgr.Add(eng); err != nil {
@@ -271,24 +267,6 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 		}
 	}
 	return nil
-}
-
-// setupRedis connects to Redis when o is set and keeps the pod not ready
-// until Redis answers PING; nil without Redis.
-func setupRedis(mgr ctrl.Manager, o *redisconn.Options) (*goredis.Client, error) {
-	if o == nil {
-		return nil, nil
-	}
-	client, err := o.Connect()
-	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
-	}
-	redisconn.UseLogger(ctrl.Log.WithName("redis"))
-	if err := mgr.AddReadyzCheck("redis", redisconn.Ready(client)); err != nil {
-		_ = client.Close()
-		return nil, fmt.Errorf("adding the Redis readiness check: %w", err)
-	}
-	return client, nil
 }
 
 func orDefault(s, def string) string {

@@ -11,7 +11,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -135,7 +134,7 @@ func readPassword(path string) (string, error) {
 }
 
 // Connect builds a client from o. It does not dial: go-redis connects on
-// first use, and Ready tells whether it can.
+// first use, and a Monitor tells whether it can.
 func (o Options) Connect() (*goredis.Client, error) {
 	opts, err := o.ClientOptions()
 	if err != nil {
@@ -144,21 +143,8 @@ func (o Options) Connect() (*goredis.Client, error) {
 	return goredis.NewClient(opts), nil
 }
 
-// pingTimeout bounds one readiness PING.
+// pingTimeout bounds one PING of the Monitor.
 const pingTimeout = 2 * time.Second
-
-// Ready is a readiness check: nil once Redis answers PING. It keeps a pod
-// that was told to use Redis out of service until Redis is reachable.
-func Ready(client goredis.UniversalClient) func(*http.Request) error {
-	return func(req *http.Request) error {
-		ctx, cancel := context.WithTimeout(req.Context(), pingTimeout)
-		defer cancel()
-		if err := client.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("redis does not answer PING: %w", err)
-		}
-		return nil
-	}
-}
 
 // loggerOnce guards go-redis's logger, a process global that its
 // connection pools read while they run: it is set once per process.
@@ -172,8 +158,8 @@ func UseLogger(log logr.Logger) {
 
 // Logger carries go-redis's own messages (a failed dial, on every retry
 // while Redis is away) to log at V(1), instead of the standard logger's
-// unstructured lines on stderr. The readiness check and the metrics say
-// what matters.
+// unstructured lines on stderr. A Monitor's two lines per outage and the
+// metrics say what matters.
 type Logger struct{ Log logr.Logger }
 
 // Printf implements go-redis's logging interface.

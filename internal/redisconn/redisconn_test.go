@@ -2,7 +2,6 @@ package redisconn_test
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,14 +48,13 @@ func TestClientOptionsParseTheAddress(t *testing.T) {
 	}
 }
 
-func ready(t *testing.T, o redisconn.Options) error {
+// ping connects with o and pings: nil once the settings reach Redis.
+func ping(t *testing.T, o redisconn.Options) error {
 	t.Helper()
 	client, err := o.Connect()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "/readyz", nil)
-	require.NoError(t, err)
-	return redisconn.Ready(client)(req)
+	return client.Ping(context.Background()).Err()
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -74,17 +72,7 @@ func startRedis(t *testing.T, opts harness.RedisOptions) *harness.Redis {
 	return server
 }
 
-func TestReadyOnceRedisAnswersAndNotWhileItIsDown(t *testing.T) {
-	server := startRedis(t, harness.RedisOptions{})
-	o := redisconn.Options{Addr: server.Addr()}
-	require.NoError(t, ready(t, o))
-	server.Stop()
-	require.ErrorContains(t, ready(t, o), "does not answer PING")
-	require.NoError(t, server.Restart())
-	require.NoError(t, ready(t, o))
-}
-
-func TestReadyWithThePasswordOfTheDefaultUser(t *testing.T) {
+func TestPingWithThePasswordOfTheDefaultUser(t *testing.T) {
 	server := startRedis(t, harness.RedisOptions{Password: "from-a-secret"})
 	cases := []struct {
 		name    string
@@ -98,7 +86,7 @@ func TestReadyWithThePasswordOfTheDefaultUser(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := ready(t, c.opts)
+			err := ping(t, c.opts)
 			if c.wantErr {
 				require.Error(t, err)
 				return
@@ -108,15 +96,15 @@ func TestReadyWithThePasswordOfTheDefaultUser(t *testing.T) {
 	}
 }
 
-func TestReadyAsAnACLUser(t *testing.T) {
+func TestPingAsAnACLUser(t *testing.T) {
 	server := startRedis(t, harness.RedisOptions{User: "gitops", UserPassword: "acl-secret"})
 	password := writeFile(t, "password", "acl-secret")
-	require.NoError(t, ready(t, redisconn.Options{Addr: server.Addr(), Username: "gitops", PasswordFile: password}))
-	require.NoError(t, ready(t, redisconn.Options{Addr: "redis://gitops:acl-secret@" + server.Addr()}))
-	require.Error(t, ready(t, redisconn.Options{Addr: server.Addr(), Username: "someone-else", PasswordFile: password}))
+	require.NoError(t, ping(t, redisconn.Options{Addr: server.Addr(), Username: "gitops", PasswordFile: password}))
+	require.NoError(t, ping(t, redisconn.Options{Addr: "redis://gitops:acl-secret@" + server.Addr()}))
+	require.Error(t, ping(t, redisconn.Options{Addr: server.Addr(), Username: "someone-else", PasswordFile: password}))
 }
 
-func TestReadyOverTLSCheckedAgainstTheCA(t *testing.T) {
+func TestPingOverTLSCheckedAgainstTheCA(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := harness.NewCA("redis-ca")
 	require.NoError(t, err)
@@ -126,8 +114,8 @@ func TestReadyOverTLSCheckedAgainstTheCA(t *testing.T) {
 	require.NoError(t, err)
 	server := startRedis(t, harness.RedisOptions{TLS: &pair, CAPEM: ca.CertPEM, Password: "tls-secret"})
 
-	require.NoError(t, ready(t, redisconn.Options{Addr: server.URL(), CAFile: caFile, Password: "tls-secret"}))
-	require.ErrorContains(t, ready(t, redisconn.Options{Addr: server.URL(), Password: "tls-secret"}), "certificate",
+	require.NoError(t, ping(t, redisconn.Options{Addr: server.URL(), CAFile: caFile, Password: "tls-secret"}))
+	require.ErrorContains(t, ping(t, redisconn.Options{Addr: server.URL(), Password: "tls-secret"}), "certificate",
 		"a server certificate from an unknown CA is refused")
-	require.Error(t, ready(t, redisconn.Options{Addr: server.Addr(), Password: "tls-secret"}), "plain TCP to a TLS port fails")
+	require.Error(t, ping(t, redisconn.Options{Addr: server.Addr(), Password: "tls-secret"}), "plain TCP to a TLS port fails")
 }
