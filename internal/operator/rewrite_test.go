@@ -131,7 +131,7 @@ func TestARewrittenBranchIsHealedAfterARestartWithCursors(t *testing.T) {
 		env.forcePush(t, before)
 		require.Empty(t, env.gitConfigMaps(t), "the rewrite took the operator's files")
 		run := env.start(t)
-		run.waitFor(t, "the files back in Gitea", func() bool { return slicesEqual(env.gitConfigMaps(t), names) })
+		run.waitFor(t, "files back in Gitea", func() bool { return slicesEqual(env.gitConfigMaps(t), names) })
 		require.Equal(t, 1.0, run.counter(t, "gitopsreverser_watch_cold_replays_total",
 			map[string]string{"resource": "configmaps", "reason": "branch_rewritten"}))
 		require.Zero(t, run.counter(t, "gitopsreverser_watch_resumes_total", configMapsLabels))
@@ -142,17 +142,21 @@ func TestARewrittenBranchIsHealedAfterARestartWithCursors(t *testing.T) {
 		run.stop()
 	})
 
+	var run *runningOperator
 	t.Run("a branch that moved forward still resumes", func(t *testing.T) {
 		_, _, err := env.gitea.Client().CreateFile(env.owner, giteaRepo, "notes.md", gitea.CreateFileOptions{
 			FileOptions: gitea.FileOptions{BranchName: "main", Message: "a colleague's note"}, Content: "bm90ZXMK"})
 		require.NoError(t, err)
-		run := env.start(t)
+		run = env.start(t)
 		names = append(names, env.createConfigMap(t, "sentinel").Name)
 		run.waitFor(t, "sentinel in Gitea", func() bool { return slicesEqual(env.gitConfigMaps(t), names) })
 		require.Equal(t, 1.0, run.counter(t, "gitopsreverser_watch_resumes_total", configMapsLabels))
 		require.Zero(t, run.counter(t, "gitopsreverser_watch_cold_replays_total", map[string]string{"resource": "configmaps"}))
+	})
 
-		t.Log("main is rewritten under the running operator: a resync request heals it")
+	t.Run("a resync request heals a rewrite under the running operator", func(t *testing.T) {
+		require.NotNil(t, run, "the operator of the previous step runs")
+		names = env.clusterConfigMaps(t)
 		env.forcePush(t, before)
 		require.Empty(t, env.gitConfigMaps(t))
 		var target v1alpha3.GitTarget
@@ -161,8 +165,8 @@ func TestARewrittenBranchIsHealedAfterARestartWithCursors(t *testing.T) {
 		const requested = "2026-12-02T12:00:00Z"
 		target.Annotations = map[string]string{v1alpha3.ResyncRequestedAtAnnotation: requested}
 		require.NoError(t, env.kube.Client().Update(context.Background(), &target))
-		run.waitFor(t, "the files back in Gitea", func() bool { return slicesEqual(env.gitConfigMaps(t), names) })
-		run.waitFor(t, "the request recorded as handled", func() bool {
+		run.waitFor(t, "files back in Gitea", func() bool { return slicesEqual(env.gitConfigMaps(t), names) })
+		run.waitFor(t, "request recorded as handled", func() bool {
 			var got v1alpha3.GitTarget
 			return env.kube.Client().Get(context.Background(), key, &got) == nil && got.Status.LastHandledResyncAt == requested
 		})
