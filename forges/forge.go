@@ -67,6 +67,20 @@ type DefaultBrancher interface {
 	DefaultBranch(ctx context.Context) (string, error)
 }
 
+// HistoryReader is implemented by forges that can tell whether a commit is
+// part of a branch's history. The watches' resume cursors hold only for the
+// history they were stored against: a branch rewritten behind the commit
+// they were settled on (a force-push) has lost changes they count as
+// written.
+type HistoryReader interface {
+	// InHistory reports whether commit is head or one of head's ancestors.
+	// A forge that must walk the history looks back at most depth commits
+	// and answers false past them; one whose server compares commits
+	// answers exactly. A commit the server does not know is false, not an
+	// error.
+	InHistory(ctx context.Context, head, commit string, depth int) (bool, error)
+}
+
 // Signature is a Git identity with a time.
 type Signature struct {
 	Name  string

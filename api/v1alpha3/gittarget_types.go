@@ -181,6 +181,14 @@ type PlacementSpec struct {
 // +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{](namespace|group|version|resource|kind|name)[}])*$')",message="a template uses only the variables {namespace}, {group}, {version}, {resource}, {kind} and {name}, each in one pair of braces"
 type PathTemplate string
 
+// ResyncRequestedAtAnnotation asks for a full resync of a GitTarget, as
+// Flux's reconcile.fluxcd.io/requestedAt does: any new value drops the
+// target's resume cursors and restarts its streams with a replay and a
+// mark-and-sweep, after which Git matches the cluster again. The value is
+// opaque (a timestamp, by convention); status.lastHandledResyncAt shows
+// the last one handled.
+const ResyncRequestedAtAnnotation = "configbutler.ai/resync-requested-at"
+
 // GitTargetStatus reports the target's health, streams and last commit.
 type GitTargetStatus struct {
 	CommonStatus `json:",inline"`
@@ -198,6 +206,12 @@ type GitTargetStatus struct {
 	// name is reserved, ...); the ObjectsWritten condition says why.
 	// +optional
 	Refused *RefusedSummary `json:"refused,omitempty"`
+
+	// LastHandledResyncAt is the last value of the annotation
+	// configbutler.ai/resync-requested-at that the operator acted on: the
+	// target's streams were restarted with a replay for it.
+	// +optional
+	LastHandledResyncAt string `json:"lastHandledResyncAt,omitempty"`
 }
 
 // RefusedSummary is a bounded summary of the refused objects: their count

@@ -89,6 +89,7 @@ func Run(t *testing.T, f Fixture, o Options) {
 	t.Run("AuthorCommitterAndDatesPreserved", func(t *testing.T) { identities(t, f, o) })
 	t.Run("NewBranch", func(t *testing.T) { newBranch(t, f) })
 	t.Run("EmptyRepository", func(t *testing.T) { emptyRepository(t, f) })
+	t.Run("CommitsInABranchHistory", func(t *testing.T) { history(t, f) })
 	t.Run("RaceWithAnExternalCommit", func(t *testing.T) { race(t, f) })
 	t.Run("CredentialsRefused", func(t *testing.T) { refused(t, f) })
 	t.Run("RateLimitedWriteWaitsAndLosesNothing", func(t *testing.T) { rateLimitedWrite(t, f) })
@@ -198,6 +199,38 @@ func newBranch(t *testing.T, f Fixture) {
 	_, ok := r.File(t, "mirror", "base.yaml")
 	require.True(t, ok)
 	require.Equal(t, base, head(t, r, "main"), "main did not move")
+}
+
+// history: a commit is in its descendants' history, not in that of its
+// ancestors or of a line that diverged before it; a commit the server does
+// not know is in no history and is no error.
+func history(t *testing.T, f Fixture) {
+	r := f.NewRepo(t, "history", map[string]string{"base.yaml": "base: 1\n"})
+	reader, ok := r.Forge.(forges.HistoryReader)
+	require.True(t, ok, "the forge tells whether a commit is in a branch's history")
+	first := head(t, r, "main")
+	// The side line starts while first is still a branch head: a plain Git
+	// server need not serve a commit by id.
+	side, err := r.Forge.Commit(context.Background(), forges.CommitRequest{
+		Branch: "side", BaseHead: first, Message: "contract: a diverged line\n", Author: author, Committer: committer,
+		Changes: []forges.FileChange{put("side.yaml", "s: 1\n")},
+	})
+	require.NoError(t, err)
+	second := commit(t, r, "main", first, put("a.yaml", "a: 1\n")).Commit
+	third := commit(t, r, "main", second, put("b.yaml", "b: 1\n")).Commit
+	inHistory := func(head, commit string) bool {
+		t.Helper()
+		found, err := reader.InHistory(context.Background(), head, commit, 50)
+		require.NoError(t, err)
+		return found
+	}
+	require.True(t, inHistory(third, third), "a commit is in its own history")
+	require.True(t, inHistory(third, second))
+	require.True(t, inHistory(third, first), "two commits back")
+	require.False(t, inHistory(first, third), "a descendant is not in an ancestor's history")
+	require.False(t, inHistory(third, side.Commit), "a diverged commit is not in the history")
+	require.False(t, inHistory(side.Commit, second))
+	require.False(t, inHistory(third, "0123456789abcdef0123456789abcdef01234567"), "an unknown commit")
 }
 
 func emptyRepository(t *testing.T, f Fixture) {

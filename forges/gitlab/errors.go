@@ -85,8 +85,8 @@ func classify(op string, resp *gl.Response, err error) error {
 }
 
 // badRequestKind reads a 400's message. Refusals that say the branch or a
-// file moved are conflicts; a start_sha GitLab does not have is a missing
-// commit. Anything else is a request GitLab did not accept for another
+// file moved are conflicts; a start_sha or ref GitLab does not have is a
+// missing commit. Anything else is a request GitLab did not accept for another
 // reason, reported as transient like any unrecognised failure.
 func badRequestKind(message string) forges.Kind {
 	// The commits API's refusals that mean the branch or a file is not
@@ -107,7 +107,9 @@ func badRequestKind(message string) forges.Kind {
 			return forges.KindConflict
 		}
 	}
-	if strings.Contains(message, "Cannot find start_sha") {
+	// The merge-base API names refs it does not have ("Could not find
+	// ref: <sha>", lib/api/repositories.rb).
+	if strings.Contains(message, "Cannot find start_sha") || strings.Contains(message, "Could not find ref") {
 		return forges.KindNotFound
 	}
 	return forges.KindTransient

@@ -5,7 +5,7 @@ import "context"
 // settledMsg asks to be told once target's earlier writes are in Git.
 type settledMsg struct {
 	target TargetKey
-	fn     func()
+	fn     func(head string)
 }
 
 // settleWaiter is a settledMsg waiting for the windows of its target that
@@ -13,7 +13,7 @@ type settledMsg struct {
 type settleWaiter struct {
 	target TargetKey
 	upTo   uint64
-	fn     func()
+	fn     func(head string)
 }
 
 // WhenSettled calls fn, from the worker's goroutine, once every write and
@@ -22,7 +22,12 @@ type settleWaiter struct {
 // on their usual schedule, and fn waits for them. A watch stores its resume
 // point with it, so a crash never skips a change that was not in Git yet.
 // fn must not block; a worker that stops first never calls it.
-func (w *Worker) WhenSettled(ctx context.Context, target TargetKey, fn func()) error {
+//
+// fn is given the branch head those writes are in: the commit the worker
+// last made or read, which holds them. It is "" when the worker has not
+// read the branch yet or the branch has no commit; a cursor stored then
+// cannot tell its history apart from another.
+func (w *Worker) WhenSettled(ctx context.Context, target TargetKey, fn func(head string)) error {
 	return w.send(ctx, settledMsg{target: target, fn: fn})
 }
 
@@ -42,7 +47,7 @@ func (w *Worker) notifySettled() {
 			kept = append(kept, s)
 			continue
 		}
-		s.fn()
+		s.fn(w.settledHead())
 	}
 	clear(w.settleWaiters[len(kept):])
 	w.settleWaiters = kept
@@ -61,4 +66,13 @@ func (w *Worker) holdsBefore(target TargetKey, upTo uint64) bool {
 		}
 	}
 	return false
+}
+
+// settledHead is the branch head the settled writes are in, "" when the
+// worker does not know it.
+func (w *Worker) settledHead() string {
+	if !w.state.known {
+		return ""
+	}
+	return w.state.head
 }

@@ -14,7 +14,7 @@ import (
 func whenSettled(t *testing.T, w *branch.Worker, target branch.TargetKey) <-chan struct{} {
 	t.Helper()
 	done := make(chan struct{})
-	require.NoError(t, w.WhenSettled(context.Background(), target, func() { close(done) }))
+	require.NoError(t, w.WhenSettled(context.Background(), target, func(string) { close(done) }))
 	return done
 }
 

@@ -232,6 +232,17 @@ func (w *Worker) SetTarget(ctx context.Context, t Target) error {
 	return w.send(ctx, targetMsg{target: t})
 }
 
+// rereadMsg asks the worker to read the branch again before its next plan.
+type rereadMsg struct{}
+
+// Reread makes the worker read the branch head and files again before it
+// plans the next window, instead of trusting what it last saw: a resync
+// requested because the branch was rewritten under a running operator
+// must compare the replay with what Git holds now.
+func (w *Worker) Reread(ctx context.Context) error {
+	return w.send(ctx, rereadMsg{})
+}
+
 // RemoveTarget forgets a GitTarget; its open window is dropped.
 func (w *Worker) RemoveTarget(ctx context.Context, t TargetKey) error {
 	return w.send(ctx, targetMsg{target: Target{Key: t}, remove: true})
@@ -292,6 +303,8 @@ func (w *Worker) handle(ctx context.Context, msg any) {
 		w.updateTarget(m)
 	case settledMsg:
 		w.addSettleWaiter(m)
+	case rereadMsg:
+		w.state.known = false
 	case attachMsg:
 		w.attach(ctx, m.req, now)
 	case flushMsg:

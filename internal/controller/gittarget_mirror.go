@@ -147,8 +147,14 @@ func (r *GitTargetReconciler) resolveRules(ctx context.Context, run *targetRun) 
 	return nil
 }
 
-// mirror hands the target to the engine.
+// mirror hands the target to the engine, with a resync requested by the
+// resync-requested-at annotation and not handled yet; once the engine has
+// it, the value is recorded as handled.
 func (r *GitTargetReconciler) mirror(_ context.Context, run *targetRun) error {
+	requested := run.target.Annotations[v1alpha3.ResyncRequestedAtAnnotation]
+	if requested != run.target.Status.LastHandledResyncAt {
+		run.spec.Resync = requested
+	}
 	if err := r.Engine.ApplyTarget(run.spec); err != nil {
 		if errors.Is(err, engine.ErrNotStarted) {
 			return err
@@ -157,6 +163,7 @@ func (r *GitTargetReconciler) mirror(_ context.Context, run *targetRun) error {
 		run.requeue = retryShort
 		return errStop
 	}
+	run.target.Status.LastHandledResyncAt = requested
 	return nil
 }
 

@@ -23,13 +23,14 @@ import (
 // SetupWithManager registers the reconciler with narrow dependency watches:
 // the deletion of a GitTarget or a change in whether it holds its path (an
 // overlapping one may now keep the path, or lose it),
-// spec changes and Ready transitions of providers (and a GitProvider's new
+// spec changes and resync requests of the target itself, spec changes and
+// Ready transitions of providers (and a GitProvider's new
 // signing key, for every target of its repository), rule changes, namespace label changes, CRD changes, and the
 // engine's runtime notifications.
 func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gittarget").
-		For(&v1alpha3.GitTarget{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha3.GitTarget{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, resyncRequested()))).
 		Watches(&v1alpha3.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.targetsOverlapping),
 			builder.WithPredicates(predicate.Or(deleted(), pathClaimChanged()))).
 		Watches(&v1alpha3.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfRepository),
@@ -75,6 +76,14 @@ func deleted() predicate.Predicate {
 // namespace).
 func pathClaimChanged() predicate.Predicate {
 	return updatedWhere(func(before, after *v1alpha3.GitTarget) bool { return pathClaimSignal(before) != pathClaimSignal(after) })
+}
+
+// resyncRequested admits a new value of the resync-requested-at
+// annotation, which changes no generation.
+func resyncRequested() predicate.Predicate {
+	return updatedWhere(func(before, after *v1alpha3.GitTarget) bool {
+		return before.Annotations[v1alpha3.ResyncRequestedAtAnnotation] != after.Annotations[v1alpha3.ResyncRequestedAtAnnotation]
+	})
 }
 
 // updatedWhere admits only updates of a T, and only those where

@@ -41,6 +41,11 @@ type TargetSpec struct {
 	// the worker on the next apply without restarting the streams; files
 	// already in Git stay where they are.
 	Placement manifest.Placement
+	// Resync is a user's request for a full resync not yet handled (the
+	// value of the resync-requested-at annotation), "" for none. A value
+	// the running target has not seen restarts its streams with a replay,
+	// dropping their resume cursors.
+	Resync string
 }
 
 type targetEntry struct {
@@ -92,7 +97,8 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	e.mu.Lock()
 	entry := e.targets[spec.Key]
 	// A newly excluded Secret must leave Git: the replay's sweep removes it.
-	restart := entry == nil || replaced || entry.worker != worker || entry.source != src || entry.spec.Path != spec.Path ||
+	resync := spec.Resync != "" && (entry == nil || entry.spec.Resync != spec.Resync)
+	restart := entry == nil || replaced || resync || entry.worker != worker || entry.source != src || entry.spec.Path != spec.Path ||
 		entry.spec.Encryption != spec.Encryption || !slices.Equal(entry.spec.OperatorSecrets, spec.OperatorSecrets)
 	var old *mirror.Target
 	if restart {
@@ -103,7 +109,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		entry.mirror = mirror.NewTarget(runCtx, mirror.TargetOptions{
 			Key: spec.Key, Client: src.Dynamic, Sink: worker, Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
 			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()), Attribution: e.opts.Attribution.forSource(src),
-			Cursors: e.cursorsFor(spec, old == nil),
+			Cursors: e.cursorsFor(spec, old == nil, resync),
 		})
 		e.targets[spec.Key] = entry
 	}
@@ -113,6 +119,13 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	if old != nil {
 		old.Stop()
 	}
+	if resync {
+		// The replay is compared with the branch as it is now, not as the
+		// worker last saw it: a rewrite under a running operator is healed.
+		if err := worker.Reread(runCtx); err != nil {
+			return fmt.Errorf("asking the branch worker of GitTarget %s to read the branch again: %w", spec.Key, err)
+		}
+	}
 	entry.mirror.SetSensitiveWritable(spec.Encryption != nil)
 	entry.mirror.SetOperatorSecrets(spec.OperatorSecrets)
 	entry.mirror.Update(spec.Claims)
@@ -121,8 +134,9 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 
 // cursorsFor is where target spec keeps its resume cursors; nil without a
 // store. Only a target's first run in this process resumes from them: a
-// restart in process (new keys, worker, source or path) must replay.
-func (e *Engine) cursorsFor(spec TargetSpec, first bool) *mirror.Cursors {
+// restart in process (new keys, worker, source or path) must replay. A
+// requested resync drops them.
+func (e *Engine) cursorsFor(spec TargetSpec, first, resync bool) *mirror.Cursors {
 	if e.opts.Cursors == nil || spec.UID == "" {
 		return nil
 	}
@@ -131,7 +145,7 @@ func (e *Engine) cursorsFor(spec TargetSpec, first bool) *mirror.Cursors {
 		secrets[i] = s.String()
 	}
 	return &mirror.Cursors{
-		Store: e.opts.Cursors, Observer: e.opts.CursorObserver, Target: spec.UID, Resume: first,
+		Store: e.opts.Cursors, Observer: e.opts.CursorObserver, Target: spec.UID, Resume: first && !resync, Resync: resync,
 		Config: mirror.ConfigFingerprint(spec.Path, spec.Worker.String(), spec.Source, spec.Encryption.Fingerprint(),
 			strings.Join(secrets, ",")),
 	}

@@ -122,7 +122,7 @@ func newFamilies() *Metrics {
 		watchResumes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_resumes_total",
 			Help: "Streams started from their stored resume cursor (Redis), without a replay."}, []string{"group", "resource"}),
 		watchColdReplays: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_cold_replays_total",
-			Help: "Streams with a cursor store that replayed instead of resuming, by reason (no_cursor, unavailable, expired, gone)."},
+			Help: "Streams with a cursor store that replayed instead of resuming, by reason (no_cursor, unavailable, expired, gone, branch_rewritten, resync_requested)."},
 			[]string{"group", "resource", "reason"}),
 	}
 }
@@ -252,7 +252,8 @@ func (s streamObserver) zeroStream(scope watch.Scope) {
 }
 
 // coldReplayReasons are the values of watch_cold_replays_total{reason}.
-var coldReplayReasons = []string{watch.ColdNoCursor, watch.ColdUnavailable, watch.ColdExpired, watch.ColdGone}
+var coldReplayReasons = []string{watch.ColdNoCursor, watch.ColdUnavailable, watch.ColdExpired, watch.ColdGone,
+	watch.ColdBranchRewritten, watch.ColdResyncRequested}
 
 func (s streamObserver) Replay(scope watch.Scope) {
 	s.zeroStream(scope)

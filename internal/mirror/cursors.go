@@ -50,6 +50,10 @@ type Cursors struct {
 	// target's first run in a process resumes; one restarted in process
 	// (new keys, a new worker) must replay to rewrite Git.
 	Resume bool
+	// Resync is a user's request for a full resync: the first streams
+	// drop their stored cursors and replay, counted as resync_requested,
+	// so a crash before the replay is in Git replays again.
+	Resync bool
 	// Interval is how often handed resourceVersions are stored (once they
 	// are settled in Git); DefaultCursorInterval when zero.
 	Interval time.Duration
@@ -86,6 +90,15 @@ type cursorKeeper struct {
 
 	mu     sync.Mutex
 	handed map[string]string
+	// head is the branch head the cursors last stored were settled on, or
+	// one found at start to still hold them; stored with the next cursors
+	// when the worker does not know its head (it has read nothing yet).
+	head string
+
+	// checkMu serialises the start's history checks, so the streams
+	// starting together ask the forge once per stored head.
+	checkMu sync.Mutex
+	checked map[string]historyCheck
 }
 
 func newCursorKeeper(cfg Cursors, target branch.TargetKey, sink Sink, clk clock.Clock, log logr.Logger) *cursorKeeper {
@@ -95,7 +108,8 @@ func newCursorKeeper(cfg Cursors, target branch.TargetKey, sink Sink, clk clock.
 	if cfg.Observer == nil {
 		cfg.Observer = nopCursorObserver{}
 	}
-	return &cursorKeeper{cfg: cfg, target: target, sink: sink, clock: clk, log: log, handed: map[string]string{}}
+	return &cursorKeeper{cfg: cfg, target: target, sink: sink, clock: clk, log: log, handed: map[string]string{},
+		checked: map[string]historyCheck{}}
 }
 
 // key names one claim's cursor.
@@ -117,10 +131,11 @@ func (k *cursorKeeper) claimFingerprint(c rules.Claim) string {
 	return ConfigFingerprint(k.cfg.Config, c.Kind, sensitive, strings.Join(ops, ","))
 }
 
-// cursor is the watch.Cursor of claim c; resume says whether it may be
-// loaded.
-func (k *cursorKeeper) cursor(c rules.Claim, resume bool) watch.Cursor {
-	return &streamCursor{keeper: k, key: k.key(c), config: k.claimFingerprint(c), resume: resume && k.cfg.Resume}
+// cursor is the watch.Cursor of claim c; first says whether the stream is
+// one of the target's first, which may resume (or are resynced).
+func (k *cursorKeeper) cursor(c rules.Claim, first bool) watch.Cursor {
+	return &streamCursor{keeper: k, key: k.key(c), config: k.claimFingerprint(c), resume: first && k.cfg.Resume,
+		resync: first && k.cfg.Resync}
 }
 
 // run stores handed cursors every Interval until ctx ends.
@@ -146,25 +161,42 @@ func (k *cursorKeeper) flush(ctx context.Context) {
 	if len(batch) == 0 {
 		return
 	}
-	settled := make(chan struct{})
-	if err := k.sink.WhenSettled(ctx, k.target, func() { close(settled) }); err != nil {
+	settled := make(chan string, 1)
+	if err := k.sink.WhenSettled(ctx, k.target, func(head string) { settled <- head }); err != nil {
 		k.requeue(batch)
 		return
 	}
+	var head string
 	select {
-	case <-settled:
+	case head = <-settled:
 	case <-ctx.Done():
 		return
 	}
 	saveCtx, cancel := context.WithTimeout(ctx, cursorSaveTimeout)
 	defer cancel()
-	if err := k.cfg.Store.Save(saveCtx, batch); err != nil {
+	if err := k.cfg.Store.Save(saveCtx, k.withHead(batch, head)); err != nil {
 		k.cfg.Observer.CursorError("save", err)
 		k.log.V(1).Info("cannot store the watches' resume cursors; retrying", "error", err.Error())
 		k.requeue(batch)
 		return
 	}
 	k.cfg.Observer.CursorsWritten(len(batch))
+}
+
+// withHead completes each handed value with the branch head it was settled
+// on: a cursor holds only for that history.
+func (k *cursorKeeper) withHead(batch map[string]string, head string) map[string]string {
+	k.mu.Lock()
+	if head == "" {
+		head = k.head
+	}
+	k.head = head
+	k.mu.Unlock()
+	stored := make(map[string]string, len(batch))
+	for key, v := range batch {
+		stored[key] = v + " " + headToken(head)
+	}
+	return stored
 }
 
 // requeue puts back what a failed flush held, unless a stream handed a
@@ -193,44 +225,51 @@ func (k *cursorKeeper) forget(c rules.Claim) {
 	k.mu.Lock()
 	delete(k.handed, key)
 	k.mu.Unlock()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cursorSaveTimeout)
-		defer cancel()
-		if err := k.cfg.Store.Delete(ctx, key); err != nil {
-			k.cfg.Observer.CursorError("delete", err)
-		}
-	}()
+	go k.drop(key)
+}
+
+// drop deletes a stored cursor.
+func (k *cursorKeeper) drop(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), cursorSaveTimeout)
+	defer cancel()
+	if err := k.cfg.Store.Delete(ctx, key); err != nil {
+		k.cfg.Observer.CursorError("delete", err)
+	}
 }
 
 // streamCursor is one stream's watch.Cursor. Its stored value is
-// "<fingerprint> <resourceVersion>".
+// "<fingerprint> <resourceVersion> <branch head>" (headToken).
 type streamCursor struct {
-	keeper      *cursorKeeper
-	key, config string
-	resume      bool
+	keeper         *cursorKeeper
+	key, config    string
+	resume, resync bool
 }
 
 func (c *streamCursor) Load(ctx context.Context) (string, error) {
+	if c.resync {
+		c.keeper.drop(c.key)
+		return "", &watch.NotResumable{Reason: watch.ColdResyncRequested, Why: "a full resync of the GitTarget was requested"}
+	}
 	if !c.resume {
 		return "", nil
 	}
 	// Redis not answering must not hold the stream back for long: its
 	// replay is the fallback.
-	ctx, cancel := context.WithTimeout(ctx, cursorLoadTimeout)
-	defer cancel()
-	value, err := c.keeper.cfg.Store.Load(ctx, c.key)
+	loadCtx, cancel := context.WithTimeout(ctx, cursorLoadTimeout)
+	value, err := c.keeper.cfg.Store.Load(loadCtx, c.key)
+	cancel()
 	if err != nil {
 		c.keeper.cfg.Observer.CursorError("load", err)
 		return "", err
 	}
-	config, rv, ok := strings.Cut(value, " ")
-	if !ok || config != c.config {
+	fields := strings.Fields(value)
+	if len(fields) != 3 || fields[0] != c.config {
 		if value != "" {
 			c.keeper.log.Info("the stored resume cursor was taken under other settings; replaying", "cursor", c.key)
 		}
 		return "", nil
 	}
-	return rv, nil
+	return c.keeper.checkHistory(ctx, c.key, fields[1], parseHeadToken(fields[2]))
 }
 
 func (c *streamCursor) Advance(rv string) { c.keeper.hand(c.key, c.config+" "+rv) }

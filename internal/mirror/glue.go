@@ -21,8 +21,12 @@ import (
 type Sink interface {
 	Write(ctx context.Context, target branch.TargetKey, author branch.Author, w branch.Write) error
 	Sync(ctx context.Context, target branch.TargetKey, sweep *branch.Sweep, closeWindow bool) error
-	// WhenSettled calls fn once the target's earlier writes are in Git.
-	WhenSettled(ctx context.Context, target branch.TargetKey, fn func()) error
+	// WhenSettled calls fn once the target's earlier writes are in Git,
+	// with the branch head that holds them ("" when unknown).
+	WhenSettled(ctx context.Context, target branch.TargetKey, fn func(head string)) error
+	// HoldsCommit reports whether the branch, as the forge has it now,
+	// still holds commit in its history ("" for no branch yet).
+	HoldsCommit(ctx context.Context, commit string) (bool, error)
 }
 
 // streamGlue handles one claim's stream: it decides what of each event

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -33,7 +34,23 @@ const (
 	ColdExpired = "expired"
 	// ColdGone: the API server answered 410 Gone for the cursor.
 	ColdGone = "gone"
+	// ColdBranchRewritten: the branch no longer holds the commit the cursor
+	// was stored against (a force-push took the changes it counts).
+	ColdBranchRewritten = "branch_rewritten"
+	// ColdResyncRequested: a user asked for a full resync of the target.
+	ColdResyncRequested = "resync_requested"
 )
+
+// NotResumable is returned by Cursor.Load when a cursor was stored but must
+// not be resumed from; Reason is what the cold replay is counted as
+// (ColdBranchRewritten, ColdResyncRequested).
+type NotResumable struct {
+	Reason string
+	// Why says it in words, for the log.
+	Why string
+}
+
+func (e *NotResumable) Error() string { return e.Why }
 
 // goneReason names a 410 answer for ColdReplay; "" for anything else.
 func goneReason(err error) string {
@@ -53,7 +70,12 @@ func (s *Stream) start(ctx context.Context) string {
 		return ""
 	}
 	rv, err := s.Cursor.Load(ctx)
+	var refused *NotResumable
 	switch {
+	case errors.As(err, &refused):
+		s.Log.Info("not resuming the watch from its cursor; replaying", "scope", s.Scope.String(), "reason", refused.Reason, "why", refused.Why)
+		s.Observer.ColdReplay(s.Scope, refused.Reason)
+		return ""
 	case err != nil:
 		s.Log.Info("cannot read the watch's resume cursor; replaying", "scope", s.Scope.String(), "error", err.Error())
 		s.Observer.ColdReplay(s.Scope, ColdUnavailable)

@@ -15,7 +15,8 @@ type Observer interface {
 	// Resumed: a stream started from its cursor, without a replay.
 	Resumed(scope Scope)
 	// ColdReplay: a stream with a cursor store started from a replay for
-	// reason (ColdNoCursor, ColdUnavailable, ColdExpired, ColdGone).
+	// reason (ColdNoCursor, ColdUnavailable, ColdExpired, ColdGone,
+	// ColdBranchRewritten, ColdResyncRequested).
 	ColdReplay(scope Scope, reason string)
 }
 

@@ -107,8 +107,13 @@ func waitForStoredCursor(t *testing.T, rdb *goredis.Client, m mirrorSetup, rv st
 		if err != nil {
 			return false
 		}
-		_, stored, _ := strings.Cut(value, " ")
-		got, err := strconv.ParseInt(stored, 10, 64)
+		// "<fingerprint> <resourceVersion> <branch head>"; older cursors
+		// had no head
+		fields := strings.Fields(value)
+		if len(fields) < 2 {
+			return false
+		}
+		got, err := strconv.ParseInt(fields[1], 10, 64)
 		return err == nil && got >= want
 	})
 }

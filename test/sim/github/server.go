@@ -126,6 +126,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /repos/{owner}/{repo}/git/blobs/{sha}", s.getBlob)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/git/blobs", s.createBlob)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/git/commits/{sha}", s.getCommit)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/compare/{basehead}", s.compareCommits)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/git/commits", s.createCommit)
 	mux.HandleFunc("PUT /repos/{owner}/{repo}/contents/{path...}", s.putContents)
 	mux.HandleFunc("POST /app/installations/{id}/access_tokens", s.createInstallationToken)

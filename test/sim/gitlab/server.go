@@ -181,6 +181,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, p *project, user 
 		s.getRawBlob(w, p, rest[2])
 	case len(rest) == 3 && rest[0] == "repository" && rest[1] == "commits" && get:
 		s.getCommit(w, p, rest[2])
+	case len(rest) == 2 && rest[0] == "repository" && rest[1] == "merge_base" && get:
+		s.getMergeBase(w, r.URL.Query(), p)
 	case len(rest) == 2 && rest[0] == "repository" && rest[1] == "commits" && r.Method == http.MethodPost:
 		s.postCommit(w, r, p, user)
 	default:

@@ -226,6 +226,59 @@ func (s *Store) IsAncestor(ancestor, descendant plumbing.Hash) bool {
 	return false
 }
 
+// Ancestors are the commits reachable from h through parents, h included.
+// A parent the store does not hold ends that line of history.
+func (s *Store) Ancestors(h plumbing.Hash) map[plumbing.Hash]bool {
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{h}
+	for len(queue) > 0 {
+		current := queue[0]
+		queue = queue[1:]
+		if seen[current] {
+			continue
+		}
+		commit, err := s.Commit(current)
+		if err != nil {
+			continue
+		}
+		seen[current] = true
+		queue = append(queue, commit.ParentHashes...)
+	}
+	return seen
+}
+
+// MergeBase is what `git merge-base a b` answers: a common ancestor of a
+// and b that is no ancestor of another common ancestor. Where several
+// qualify (criss-cross merges) the lowest id is taken, so the answer is
+// stable. ok is false when a and b share no history.
+func (s *Store) MergeBase(a, b plumbing.Hash) (base plumbing.Hash, ok bool) {
+	ofB := s.Ancestors(b)
+	common := map[plumbing.Hash]bool{}
+	for h := range s.Ancestors(a) {
+		if ofB[h] {
+			common[h] = true
+		}
+	}
+	dominated := map[plumbing.Hash]bool{}
+	for h := range common {
+		commit, err := s.Commit(h)
+		if err != nil {
+			continue
+		}
+		for _, parent := range commit.ParentHashes {
+			for ancestor := range s.Ancestors(parent) {
+				dominated[ancestor] = true
+			}
+		}
+	}
+	for h := range common {
+		if !dominated[h] && (!ok || h.String() < base.String()) {
+			base, ok = h, true
+		}
+	}
+	return base, ok
+}
+
 func (s *Store) set(obj plumbing.EncodedObject, kind string) (plumbing.Hash, error) {
 	h, err := s.objects.SetEncodedObject(obj)
 	if err != nil {
