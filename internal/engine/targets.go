@@ -260,7 +260,14 @@ func (o *targetObserver) ReplayEnded(t branch.TargetKey, scope manifest.SweepSco
 
 // Replayed refreshes the target's status at once: a replay that changed
 // nothing makes no commit, and would otherwise show on the next requeue.
-func (o *targetObserver) Replayed(t branch.TargetKey) { o.engine.notify(t) }
+// Metrics hear it first, so the target's series exist by the time its
+// status says the replay is over.
+func (o *targetObserver) Replayed(t branch.TargetKey) {
+	if o.metrics != nil {
+		o.metrics.Replayed(t)
+	}
+	o.engine.notify(t)
+}
 
 // StreamPhase refreshes the target's status at once: StreamsRunning
 // follows every stream's replay, failure and recovery, not the resync.

@@ -15,12 +15,19 @@ import (
 // the docs' recommended 1 s would do, shorter keeps the tests quick.
 const auditBatchMaxWait = 300 * time.Millisecond
 
+// auditInitialBackoff is how long the API server waits before it posts a
+// failed batch again (--audit-webhook-initial-backoff, 10 s by default);
+// each later retry waits 1.5 times longer, five attempts in all, each
+// ±20%. Shorter than the default keeps the retry tests quick.
+const auditInitialBackoff = 2 * time.Second
+
 // attributionNamespaces are the only namespaces whose writes the suite's
 // API server audits, so the other tests' writes post nothing to a port
 // where, most of the time, no ingress listens.
 var attributionNamespaces = []string{"attr-authors", "attr-two-actors", "attr-finalizer", "attr-collection",
 	"attr-custom", "attr-noop-apply", "attr-refused", "attr-history", "attr-webhook-down", "attr-concurrency",
-	"attr-late-fact", "attr-restart", "attr-late-delete", "attr-down-delete", "attr-redis-outage", "cr-alice", "cr-mismatch", "cr-delay", "cr-conflict"}
+	"attr-late-fact", "attr-restart", "attr-late-delete", "attr-down-delete", "attr-redis-outage", "attr-retried", "attr-reordered",
+	"attr-own-credentials", "attr-replay", "attr-route", "cr-alice", "cr-mismatch", "cr-delay", "cr-conflict"}
 
 // auditSetup is the suite's audit webhook: the ingress address the API
 // server posts to, and the files an attributing operator serves it with.
@@ -29,6 +36,11 @@ type auditSetup struct {
 	certFile, keyFile       string
 	clientCAFile            string
 	policyFile, webhookFile string
+	// servingCA signed the ingress's certificate and apiserverClient is
+	// the API server's client certificate: a test posting to an ingress
+	// as the API server would uses both.
+	servingCA       []byte
+	apiserverClient harness.Pair
 }
 
 // prepareAudit makes the CAs and certificates (the ingress's serving
@@ -55,7 +67,8 @@ func prepareAudit(dir string) (auditSetup, error) {
 	if err != nil {
 		return auditSetup{}, err
 	}
-	a := auditSetup{addr: fmt.Sprintf("127.0.0.1:%d", port), certFile: server.CertFile, keyFile: server.KeyFile}
+	a := auditSetup{addr: fmt.Sprintf("127.0.0.1:%d", port), certFile: server.CertFile, keyFile: server.KeyFile,
+		servingCA: serving.CertPEM, apiserverClient: apiserver}
 	if a.clientCAFile, err = clients.WriteCert(dir, "audit-client-ca.crt"); err != nil {
 		return auditSetup{}, err
 	}

@@ -80,6 +80,29 @@ func metricSumWhere(t *testing.T, name string, want map[string]string) float64 {
 	return sum
 }
 
+// seriesExists tells whether the last run has a series of the metric
+// family name whose labels include want, whatever its value.
+func seriesExists(t *testing.T, name string, want map[string]string) bool {
+	t.Helper()
+	families, err := lastRegistry.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if includes(labels, want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func includes(labels, want map[string]string) bool {
 	for k, v := range want {
 		if labels[k] != v {

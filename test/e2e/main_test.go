@@ -43,7 +43,8 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	env.kube, err = harness.StartKube(harness.KubeOptions{AuditPolicyFile: env.audit.policyFile,
-		AuditWebhookConfigFile: env.audit.webhookFile, AuditBatchMaxWait: auditBatchMaxWait})
+		AuditWebhookConfigFile: env.audit.webhookFile, AuditBatchMaxWait: auditBatchMaxWait,
+		ExtraFlags: map[string][]string{"audit-webhook-initial-backoff": {auditInitialBackoff.String()}}})
 	if err != nil {
 		return 0, err
 	}

@@ -170,6 +170,26 @@ func (k *Kube) ConfigAsServiceAccount(namespace, name string) *rest.Config {
 		"system:serviceaccounts", "system:serviceaccounts:"+namespace)
 }
 
+// ConfigAsCertificateUser returns a REST config that authenticates as
+// user with groups by a client certificate the API server trusts, without
+// impersonation: the API server (and its audit events) see user itself.
+func (k *Kube) ConfigAsCertificateUser(user string, groups ...string) (*rest.Config, error) {
+	u, err := k.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding the client-certificate user %s: %w", user, err)
+	}
+	return u.Config(), nil
+}
+
+// ConfigWithToken returns a REST config that authenticates with a bearer
+// token alone (a service account's TokenRequest token, say): it trusts
+// the API server's CA and carries no other credentials.
+func (k *Kube) ConfigWithToken(token string) *rest.Config {
+	cfg := rest.AnonymousClientConfig(k.Config())
+	cfg.BearerToken = token
+	return cfg
+}
+
 // ClientAs is a client acting as user with groups (see ConfigAs).
 func (k *Kube) ClientAs(user string, groups ...string) (client.Client, error) {
 	c, err := client.New(k.ConfigAs(user, groups...), client.Options{Scheme: k.scheme})
