@@ -41,6 +41,10 @@ type TargetSpec struct {
 	// the worker on the next apply without restarting the streams; files
 	// already in Git stay where they are.
 	Placement manifest.Placement
+	// Suspended is spec.suspend: the streams watch, nothing reaches the
+	// worker. A change restarts the streams; on resume their replay is
+	// one catch-up commit.
+	Suspended bool
 }
 
 type targetEntry struct {
@@ -92,8 +96,11 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	e.mu.Lock()
 	entry := e.targets[spec.Key]
 	// A newly excluded Secret must leave Git: the replay's sweep removes it.
+	// A resumed target replays, so its catch-up is one commit; a
+	// suspended one stops handing its streams' events to the worker.
 	restart := entry == nil || replaced || entry.worker != worker || entry.source != src || entry.spec.Path != spec.Path ||
-		entry.spec.Encryption != spec.Encryption || !slices.Equal(entry.spec.OperatorSecrets, spec.OperatorSecrets)
+		entry.spec.Encryption != spec.Encryption || !slices.Equal(entry.spec.OperatorSecrets, spec.OperatorSecrets) ||
+		entry.spec.Suspended != spec.Suspended
 	var old *mirror.Target
 	if restart {
 		if entry != nil {
@@ -101,7 +108,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		}
 		entry = &targetEntry{spec: spec, worker: worker, source: src, refused: refusalSet{}}
 		entry.mirror = mirror.NewTarget(runCtx, mirror.TargetOptions{
-			Key: spec.Key, Client: src.Dynamic, Sink: worker, Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
+			Key: spec.Key, Client: src.Dynamic, Sink: sinkFor(worker, spec.Suspended), Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
 			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()), Attribution: e.opts.Attribution.forSource(src),
 			Cursors: e.cursorsFor(spec, old == nil),
 		})
@@ -112,6 +119,12 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	e.mu.Unlock()
 	if old != nil {
 		old.Stop()
+	}
+	if restart && spec.Suspended {
+		// After the old streams stopped, so nothing they sent is left behind.
+		if err := worker.Suspend(runCtx, spec.Key); err != nil {
+			return fmt.Errorf("suspending GitTarget %s in its branch worker: %w", spec.Key, err)
+		}
 	}
 	entry.mirror.SetSensitiveWritable(spec.Encryption != nil)
 	entry.mirror.SetOperatorSecrets(spec.OperatorSecrets)
@@ -130,11 +143,42 @@ func (e *Engine) cursorsFor(spec TargetSpec, first bool) *mirror.Cursors {
 	for i, s := range spec.OperatorSecrets {
 		secrets[i] = s.String()
 	}
+	parts := []string{spec.Path, spec.Worker.String(), spec.Source, spec.Encryption.Fingerprint(), strings.Join(secrets, ",")}
+	if spec.Suspended {
+		// A suspended target's cursors pass changes Git never got: a run
+		// after the resume must not start from them.
+		parts = append(parts, "suspended")
+	}
 	return &mirror.Cursors{
 		Store: e.opts.Cursors, Observer: e.opts.CursorObserver, Target: spec.UID, Resume: first,
-		Config: mirror.ConfigFingerprint(spec.Path, spec.Worker.String(), spec.Source, spec.Encryption.Fingerprint(),
-			strings.Join(secrets, ",")),
+		Config: mirror.ConfigFingerprint(parts...),
 	}
+}
+
+// sinkFor is where a target's streams send: its worker, or nowhere while
+// the target is suspended.
+func sinkFor(worker *branch.Worker, suspended bool) mirror.Sink {
+	if suspended {
+		return suspendedSink{worker: worker}
+	}
+	return worker
+}
+
+// suspendedSink drops a suspended target's writes and sweeps: the streams
+// keep watching (status, refusals), and the replay on resume writes the
+// state they saw.
+type suspendedSink struct{ worker *branch.Worker }
+
+func (suspendedSink) Write(context.Context, branch.TargetKey, branch.Author, branch.Write) error {
+	return nil
+}
+
+func (suspendedSink) Sync(context.Context, branch.TargetKey, *branch.Sweep, bool) error { return nil }
+
+// WhenSettled asks the worker: it holds nothing for a suspended target, so
+// its cursors are stored at once (under their own fingerprint).
+func (s suspendedSink) WhenSettled(ctx context.Context, t branch.TargetKey, fn func()) error {
+	return s.worker.WhenSettled(ctx, t, fn)
 }
 
 // keepEncryptor reuses the running encryptor when the keys did not change
