@@ -105,7 +105,7 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		announceTransition(r.Events, &target, base.Status.Conditions, target.Status.Conditions)
 	}()
 	for _, step := range []func(context.Context, *targetRun) error{
-		r.validateProvider, r.checkSecretNamespace, r.validateBranchAndPath, r.connectSource, r.providerReady,
+		r.suspend, r.validateProvider, r.checkSecretNamespace, r.validateBranchAndPath, r.connectSource, r.providerReady,
 		r.workerSettings, r.resolveRules, r.encryption, r.mirror, r.reportRuntime,
 	} {
 		if err := step(ctx, run); err != nil {

@@ -132,6 +132,22 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	return nil
 }
 
+// SuspendTarget suspends a mirrored target at once, with the spec it runs
+// under: a reconcile that stops before handing the engine a new spec (its
+// GitProvider not Ready, say) must still stop the writes. Nothing happens
+// to a target not mirrored or already suspended.
+func (e *Engine) SuspendTarget(key branch.TargetKey) error {
+	e.mu.Lock()
+	entry := e.targets[key]
+	e.mu.Unlock()
+	if entry == nil || entry.spec.Suspended {
+		return nil
+	}
+	spec := entry.spec
+	spec.Suspended = true
+	return e.ApplyTarget(spec)
+}
+
 // cursorsFor is where target spec keeps its resume cursors; nil without a
 // store. Only a target's first run in this process resumes from them: a
 // restart in process (new keys, worker, source or path) must replay.
