@@ -72,6 +72,7 @@ type GitTargetSpec struct {
 	// Suspended. Set back to false, the target replays its streams and one
 	// commit brings its path to the cluster's state.
 	// +optional
+	// +kubebuilder:default=false
 	Suspend bool `json:"suspend,omitempty"`
 }
 
