@@ -127,6 +127,11 @@ const (
 	// ReasonEncryptionKeyInvalid: a recipient in spec.encryption.age or an
 	// *.agekey entry of the key Secret is not an age key.
 	ReasonEncryptionKeyInvalid = "EncryptionKeyInvalid"
+	// ReasonSuspended (on Ready): spec.suspend is true. The streams keep
+	// watching, nothing is committed; Reconciling and Stalled are False,
+	// since the operator waits for nothing and needs nobody. Resuming
+	// replays the streams into one catch-up commit.
+	ReasonSuspended = "Suspended"
 )
 
 // Refusal reasons (GitTarget ObjectsWritten): why an object the rules

@@ -39,9 +39,10 @@ func TestCRDsAreEstablishedWithNamesAndColumns(t *testing.T) {
 			for _, c := range version.AdditionalPrinterColumns {
 				columns[c.Name] = true
 			}
-			require.True(t, columns["Ready"] && columns["Reason"] && columns["Age"], "printer columns: %v", columns)
+			require.True(t, columns["Ready"] && columns["Reason"] && columns["Message"] && columns["Age"], "printer columns: %v", columns)
 			if plural == "gittargets" {
-				require.True(t, columns["Branch"] && columns["Path"], "GitTarget printer columns: %v", columns)
+				require.True(t, columns["Branch"] && columns["Path"] && columns["Last Commit"] && columns["Committed"] && columns["Suspended"],
+					"GitTarget printer columns: %v", columns)
 			}
 		})
 	}

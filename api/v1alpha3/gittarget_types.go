@@ -66,6 +66,14 @@ type GitTargetSpec struct {
 	// {path}/{namespace}/{group}/{resource}/{name}.yaml is not wanted.
 	// +optional
 	Placement *PlacementSpec `json:"placement,omitempty"`
+
+	// Suspend stops writing to Git while true: the target's streams keep
+	// watching the cluster, but nothing is committed for it and Ready says
+	// Suspended. Set back to false, the target replays its streams and one
+	// commit brings its path to the cluster's state.
+	// +optional
+	// +kubebuilder:default=false
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // DefaultClusterProvider is the ClusterProvider a GitTarget reads from when
@@ -257,6 +265,10 @@ type StreamsSummary struct {
 type CommitReference struct {
 	// SHA of the commit.
 	SHA string `json:"sha"`
+	// ShortSHA is the SHA's first seven characters, as git log --oneline
+	// shows it (kubectl get gittarget prints it).
+	// +optional
+	ShortSHA string `json:"shortSHA,omitempty"`
 	// URL of the commit in the forge's web UI, when it has one.
 	// +optional
 	URL string `json:"url,omitempty"`
@@ -275,7 +287,11 @@ type CommitReference struct {
 // +kubebuilder:printcolumn:name="Path",type=string,JSONPath=`.spec.path`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Last Commit",type=string,JSONPath=`.status.lastCommit.shortSHA`
+// +kubebuilder:printcolumn:name="Committed",type=date,JSONPath=`.status.lastCommit.time`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type GitTarget struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

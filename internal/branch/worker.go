@@ -162,6 +162,9 @@ type syncMsg struct {
 type targetMsg struct {
 	target Target
 	remove bool
+	// suspend drops what the worker holds for the target and keeps it
+	// registered: the GitTarget was suspended.
+	suspend bool
 }
 
 type flushMsg struct {
@@ -246,6 +249,14 @@ func (w *Worker) Reread(ctx context.Context) error {
 // RemoveTarget forgets a GitTarget; its open window is dropped.
 func (w *Worker) RemoveTarget(ctx context.Context, t TargetKey) error {
 	return w.send(ctx, targetMsg{target: Target{Key: t}, remove: true})
+}
+
+// Suspend drops everything the worker holds for a GitTarget whose
+// spec.suspend became true: its open window, its pending commits and the
+// CommitRequests waiting on them. The target stays registered; its replay
+// on resume writes what was dropped.
+func (w *Worker) Suspend(ctx context.Context, t TargetKey) error {
+	return w.send(ctx, targetMsg{target: Target{Key: t}, suspend: true})
 }
 
 // Flush closes the target's open window and waits until everything pending
@@ -342,23 +353,35 @@ func (w *Worker) openWindow(target TargetKey, author Author, now time.Time) *win
 }
 
 func (w *Worker) updateTarget(m targetMsg) {
-	if !m.remove {
+	switch {
+	case m.suspend:
+		w.dropWrites(m.target.Key, "the GitTarget was suspended (spec.suspend) before the commit was pushed")
+	case m.remove:
+		w.dropWrites(m.target.Key, "the GitTarget is no longer mirrored by this branch worker")
+		w.state.removeTarget(m.target.Key)
+	default:
 		w.state.setTarget(m.target)
 		return
 	}
-	w.dropRequests(&m.target.Key, "the GitTarget is no longer mirrored by this branch worker")
-	if w.window != nil && w.window.target == m.target.Key {
+	w.notifySettled()
+	w.notifyFlushers(nil, nil)
+}
+
+// dropWrites forgets the target's open window and pending commits, and
+// fails the CommitRequests waiting on them with why.
+func (w *Worker) dropWrites(t TargetKey, why string) {
+	w.dropRequests(&t, why)
+	if w.window != nil && w.window.target == t {
 		w.window = nil
 	}
 	kept := w.pending[:0]
 	for _, p := range w.pending {
-		if p.target != m.target.Key {
+		if p.target != t {
 			kept = append(kept, p)
 		}
 	}
+	clear(w.pending[len(kept):])
 	w.pending = kept
-	w.state.removeTarget(m.target.Key)
-	w.notifySettled()
 }
 
 func (w *Worker) tick(ctx context.Context) {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,8 @@ type ClusterProviderReconciler struct {
 	OperatorNamespace string
 	// RecheckInterval is how often a provider is checked again.
 	RecheckInterval time.Duration
+	// Events, when set, records an Event for each change of the summary.
+	Events events.EventRecorder
 }
 
 // Reconcile sets Validated (False/InvalidSpec: Stalled, a kubeconfig
@@ -49,6 +52,7 @@ func (r *ClusterProviderReconciler) Reconcile(ctx context.Context, req reconcile
 	if err := r.Client.Status().Patch(ctx, &cp, client.MergeFrom(base)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("patching the status of ClusterProvider %s: %w", cp.Name, err)
 	}
+	announceTransition(r.Events, &cp, base.Status.Conditions, cp.Status.Conditions)
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 

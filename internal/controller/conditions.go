@@ -16,7 +16,8 @@ import (
 // The kstatus summary (Ready, Reconciling, Stalled) is always written as a
 // consistent triple by markReady, markStalled and markReconciling, so no
 // reconciler can leave Ready=False with neither Reconciling nor Stalled
-// explaining whether to wait or to act.
+// explaining whether to wait or to act; markSuspended is the one exception,
+// with its own reason saying why.
 type conditionSet struct {
 	conditions *[]metav1.Condition
 	generation int64
@@ -78,4 +79,14 @@ func (s conditionSet) markReconciling(reason, message string) {
 	s.set(v1alpha3.ConditionReady, metav1.ConditionFalse, reason, message)
 	s.set(v1alpha3.ConditionReconciling, metav1.ConditionTrue, reason, message)
 	s.set(v1alpha3.ConditionStalled, metav1.ConditionFalse, reason, "")
+}
+
+// markSuspended: a user suspended the object (spec.suspend). Ready=False
+// with reason Suspended; Reconciling and Stalled are False, the one
+// exception to "one of them is True": nothing is in progress and no fix is
+// needed, the operator waits for the user's resume.
+func (s conditionSet) markSuspended(message string) {
+	s.set(v1alpha3.ConditionReady, metav1.ConditionFalse, v1alpha3.ReasonSuspended, message)
+	s.set(v1alpha3.ConditionReconciling, metav1.ConditionFalse, v1alpha3.ReasonSuspended, "")
+	s.set(v1alpha3.ConditionStalled, metav1.ConditionFalse, v1alpha3.ReasonSuspended, "")
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,6 +75,9 @@ type GitProviderReconciler struct {
 	// provider is probed to refresh status.rateLimit; the commits of that
 	// interval share one probe. Zero means 15s.
 	BudgetRefreshDelay time.Duration
+	// Events, when set, records an Event for each change of the summary
+	// (Ready, Stalled), for kubectl describe.
+	Events events.EventRecorder
 }
 
 // providerRun is one reconcile's state, handed from step to step.
@@ -130,9 +134,13 @@ func (r *GitProviderReconciler) patchStatus(ctx context.Context, base, provider 
 		return nil
 	}
 	err := r.Client.Status().Patch(ctx, provider, client.MergeFrom(base))
-	if err != nil && !apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("patching the status of GitProvider %s/%s: %w", provider.Namespace, provider.Name, err)
 	}
+	announceTransition(r.Events, provider, base.Status.Conditions, provider.Status.Conditions)
 	return nil
 }
 

@@ -44,7 +44,7 @@ type GitTargetReconciler struct {
 	// workers (one per branch) of one App installation or token.
 	Pacers *forgeconn.Pacers
 	// Events, when set, records a Warning Event for each object the operator
-	// refuses to write.
+	// refuses to write, and an Event for each change of the summary.
 	Events events.EventRecorder
 	// ResyncInterval re-checks a healthy target (rules resolved against a
 	// changed API surface, provider readiness).
@@ -84,6 +84,7 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, nil
 	}
 	run := &targetRun{target: &target, conds: newTargetConditions(&target.Status.Conditions, target.Generation), requeue: r.resync()}
+	run.conds.suspended = target.Spec.Suspend
 	base := target.DeepCopy()
 	defer func() {
 		target.Status.ObservedGeneration = target.Generation
@@ -99,10 +100,12 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 			// A lost status write is retried with the queue's backoff, not
 			// left until the next resync; a step's own error stays with it.
 			res, err = reconcile.Result{}, errors.Join(err, perr)
+			return
 		}
+		announceTransition(r.Events, &target, base.Status.Conditions, target.Status.Conditions)
 	}()
 	for _, step := range []func(context.Context, *targetRun) error{
-		r.validateProvider, r.checkSecretNamespace, r.validateBranchAndPath, r.connectSource, r.providerReady,
+		r.suspend, r.validateProvider, r.checkSecretNamespace, r.validateBranchAndPath, r.connectSource, r.providerReady,
 		r.workerSettings, r.resolveRules, r.encryption, r.mirror, r.reportRuntime,
 	} {
 		if err := step(ctx, run); err != nil {

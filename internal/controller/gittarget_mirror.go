@@ -155,6 +155,7 @@ func (r *GitTargetReconciler) mirror(_ context.Context, run *targetRun) error {
 	if requested != run.target.Status.LastHandledResyncAt {
 		run.spec.Resync = requested
 	}
+	run.spec.Suspended = run.target.Spec.Suspend
 	if err := r.Engine.ApplyTarget(run.spec); err != nil {
 		if errors.Is(err, engine.ErrNotStarted) {
 			return err
@@ -209,10 +210,16 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 		run.conds.wait(v1alpha3.ConditionGitPathAccepted, commitFailureReason(st.LastError), st.LastError.Error())
 	}
 	if c := st.LastCommit; c != nil {
-		run.target.Status.LastCommit = &v1alpha3.CommitReference{SHA: c.Commit, URL: c.URL, Time: &metav1.Time{Time: c.Time}}
+		run.target.Status.LastCommit = &v1alpha3.CommitReference{SHA: c.Commit, ShortSHA: shortSHA(c.Commit), URL: c.URL,
+			Time: &metav1.Time{Time: c.Time}}
 	}
 	r.reportRefusals(run, st.Refused)
 	return nil
+}
+
+// shortSHA is the abbreviation git log --oneline shows by default.
+func shortSHA(sha string) string {
+	return sha[:min(len(sha), 7)]
 }
 
 // notServedMessage names each type the source stopped serving; the other

@@ -17,6 +17,9 @@ import (
 type targetConditions struct {
 	conditionSet
 	stalled, reconciling bool
+	// suspended is spec.suspend: it takes Ready whatever the domain
+	// conditions say, which still explain the rest.
+	suspended bool
 }
 
 func newTargetConditions(list *[]metav1.Condition, generation int64) *targetConditions {
@@ -53,6 +56,11 @@ func targetReadyConditions() []string {
 
 // summarize sets Ready, Reconciling and Stalled.
 func (c *targetConditions) summarize() {
+	if c.suspended {
+		c.markSuspended("spec.suspend is true: changes are watched but not written to Git; " +
+			"set it to false to resume, and one commit brings Git to the cluster's state")
+		return
+	}
 	for _, typ := range targetReadyConditions() {
 		cond := c.find(typ)
 		if cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == c.generation {

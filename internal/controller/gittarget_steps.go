@@ -11,6 +11,19 @@ import (
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 )
 
+// suspend stops a suspended target's writes before anything else: the
+// later steps may stop before mirror hands the engine the new spec (its
+// GitProvider not Ready, say). Ready then says Suspended (summarize).
+func (r *GitTargetReconciler) suspend(_ context.Context, run *targetRun) error {
+	if !run.target.Spec.Suspend {
+		return nil
+	}
+	if err := r.Engine.SuspendTarget(keyOf(run.target)); err != nil {
+		return fmt.Errorf("suspending GitTarget %s/%s: %w", run.target.Namespace, run.target.Name, err)
+	}
+	return nil
+}
+
 // validateProvider sets Validated=False/GitProviderNotFound (Stalled) when
 // spec.providerRef names no GitProvider.
 func (r *GitTargetReconciler) validateProvider(ctx context.Context, run *targetRun) error {

@@ -46,6 +46,10 @@ type TargetSpec struct {
 	// the running target has not seen restarts its streams with a replay,
 	// dropping their resume cursors.
 	Resync string
+	// Suspended is spec.suspend: the streams watch, nothing reaches the
+	// worker. A change restarts the streams; on resume their replay is
+	// one catch-up commit.
+	Suspended bool
 }
 
 type targetEntry struct {
@@ -98,8 +102,11 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	entry := e.targets[spec.Key]
 	// A newly excluded Secret must leave Git: the replay's sweep removes it.
 	resync := spec.Resync != "" && (entry == nil || entry.spec.Resync != spec.Resync)
+	// A resumed target replays, so its catch-up is one commit; a
+	// suspended one stops handing its streams' events to the worker.
 	restart := entry == nil || replaced || resync || entry.worker != worker || entry.source != src || entry.spec.Path != spec.Path ||
-		entry.spec.Encryption != spec.Encryption || !slices.Equal(entry.spec.OperatorSecrets, spec.OperatorSecrets)
+		entry.spec.Encryption != spec.Encryption || !slices.Equal(entry.spec.OperatorSecrets, spec.OperatorSecrets) ||
+		entry.spec.Suspended != spec.Suspended
 	var old *mirror.Target
 	if restart {
 		if entry != nil {
@@ -107,7 +114,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		}
 		entry = &targetEntry{spec: spec, worker: worker, source: src, refused: refusalSet{}}
 		entry.mirror = mirror.NewTarget(runCtx, mirror.TargetOptions{
-			Key: spec.Key, Client: src.Dynamic, Sink: worker, Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
+			Key: spec.Key, Client: src.Dynamic, Sink: sinkFor(worker, spec.Suspended), Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
 			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()), Attribution: e.opts.Attribution.forSource(src),
 			Cursors: e.cursorsFor(spec, old == nil, resync),
 		})
@@ -126,10 +133,32 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 			return fmt.Errorf("asking the branch worker of GitTarget %s to read the branch again: %w", spec.Key, err)
 		}
 	}
+	if restart && spec.Suspended {
+		// After the old streams stopped, so nothing they sent is left behind.
+		if err := worker.Suspend(runCtx, spec.Key); err != nil {
+			return fmt.Errorf("suspending GitTarget %s in its branch worker: %w", spec.Key, err)
+		}
+	}
 	entry.mirror.SetSensitiveWritable(spec.Encryption != nil)
 	entry.mirror.SetOperatorSecrets(spec.OperatorSecrets)
 	entry.mirror.Update(spec.Claims)
 	return nil
+}
+
+// SuspendTarget suspends a mirrored target at once, with the spec it runs
+// under: a reconcile that stops before handing the engine a new spec (its
+// GitProvider not Ready, say) must still stop the writes. Nothing happens
+// to a target not mirrored or already suspended.
+func (e *Engine) SuspendTarget(key branch.TargetKey) error {
+	e.mu.Lock()
+	entry := e.targets[key]
+	e.mu.Unlock()
+	if entry == nil || entry.spec.Suspended {
+		return nil
+	}
+	spec := entry.spec
+	spec.Suspended = true
+	return e.ApplyTarget(spec)
 }
 
 // cursorsFor is where target spec keeps its resume cursors; nil without a
@@ -144,12 +173,39 @@ func (e *Engine) cursorsFor(spec TargetSpec, first, resync bool) *mirror.Cursors
 	for i, s := range spec.OperatorSecrets {
 		secrets[i] = s.String()
 	}
+	parts := []string{spec.Path, spec.Worker.String(), spec.Source, spec.Encryption.Fingerprint(), strings.Join(secrets, ",")}
+	if spec.Suspended {
+		// A suspended target's cursors pass changes Git never got: a run
+		// after the resume must not start from them.
+		parts = append(parts, "suspended")
+	}
 	return &mirror.Cursors{
 		Store: e.opts.Cursors, Observer: e.opts.CursorObserver, Target: spec.UID, Resume: first && !resync, Resync: resync,
-		Config: mirror.ConfigFingerprint(spec.Path, spec.Worker.String(), spec.Source, spec.Encryption.Fingerprint(),
-			strings.Join(secrets, ",")),
+		Config: mirror.ConfigFingerprint(parts...),
 	}
 }
+
+// sinkFor is where a target's streams send: its worker, or nowhere while
+// the target is suspended.
+func sinkFor(worker *branch.Worker, suspended bool) mirror.Sink {
+	if suspended {
+		return suspendedSink{worker}
+	}
+	return worker
+}
+
+// suspendedSink drops a suspended target's writes and sweeps: the streams
+// keep watching (status, refusals), and the replay on resume writes the
+// state they saw. The rest is the worker's: it holds nothing for a
+// suspended target, so its cursors are stored at once (under their own
+// fingerprint).
+type suspendedSink struct{ *branch.Worker }
+
+func (suspendedSink) Write(context.Context, branch.TargetKey, branch.Author, branch.Write) error {
+	return nil
+}
+
+func (suspendedSink) Sync(context.Context, branch.TargetKey, *branch.Sweep, bool) error { return nil }
 
 // keepEncryptor reuses the running encryptor when the keys did not change
 // (the controller builds a new one every reconcile): its cache of encrypted

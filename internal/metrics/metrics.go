@@ -109,7 +109,7 @@ func newFamilies() *Metrics {
 				"kustomization: beside the folder's one kustomize root; canonical: the built-in layout, a type that may need a spec.placement line)."},
 			[]string{"gittarget_namespace", "gittarget", "source"}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "target_events_total",
-			Help: "Object events a GitTarget handed to its branch worker, by kind (upsert, delete)."},
+			Help: "Object events a GitTarget handed to its branch worker, by kind (upsert, delete); a suspended GitTarget's are counted, then dropped."},
 			[]string{"gittarget_namespace", "gittarget", "kind"}),
 		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_events_total",
 			Help: "Watch events received, by type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)."}, []string{"group", "resource", "type"}),

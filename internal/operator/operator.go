@@ -244,18 +244,19 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 	// One set of pacers: the GitProviders' probes count what the GitTargets'
 	// workers send against GitHub's secondary limits, and report it.
 	pacers := &forgeconn.Pacers{}
+	recorder := mgr.GetEventRecorder("gitops-reverser")
 	reconcilers := []struct {
 		name  string
 		setup interface{ SetupWithManager(ctrl.Manager) error }
 	}{
 		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport,
-			Pacers: pacers, BudgetRefreshDelay: o.ProviderBudgetRefresh, CredentialNamespaces: credentialNamespaces(o)}},
+			Pacers: pacers, BudgetRefreshDelay: o.ProviderBudgetRefresh, CredentialNamespaces: credentialNamespaces(o), Events: recorder}},
 		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, CredentialNamespaces: credentialNamespaces(o),
 			Engine: eng, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
-			ForgeTransport: forgeTransport, Pacers: pacers, Events: mgr.GetEventRecorder("gitops-reverser")}},
+			ForgeTransport: forgeTransport, Pacers: pacers, Events: recorder}},
 		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
-			OperatorNamespace: o.OperatorNamespace}},
+			OperatorNamespace: o.OperatorNamespace, Events: recorder}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
 		{"ClusterWatchRule", &controller.RuleReconciler{Client: c, Engine: eng, Cluster: true}},
 		{"CommitRequest", &controller.CommitRequestReconciler{Client: c, Engine: eng, Submitters: submitters,
