@@ -279,7 +279,7 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 			OperatorNamespace: o.OperatorNamespace}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
 		{"ClusterWatchRule", &controller.RuleReconciler{Client: c, Engine: eng, Cluster: true}},
-		{"CommitRequest", &controller.CommitRequestReconciler{Client: c, Engine: eng, Submitters: submitters,
+		{"CommitRequest", &controller.CommitRequestReconciler{Client: c, TargetReader: mgr.GetAPIReader(), Engine: eng, Submitters: submitters,
 			Retention: o.CommitRequestRetention}},
 	}
 	for _, r := range reconcilers {
