@@ -75,7 +75,7 @@ func TestTheAuthorOfEachLiveChangeIsWhoMadeIt(t *testing.T) {
 	require.NoError(t, erin.Get(ctx, client.ObjectKey{Namespace: m.ns, Name: "shared"}, &cm))
 	cm.Data["v"] = "erin"
 	require.NoError(t, erin.Update(ctx, &cm))
-	eventually(t, "erin's update in Git", func() bool { return containsLine(gitFile(t, m.repo, file+"shared.yaml"), `  v: erin`) })
+	eventually(t, "erin's update in Git", func() bool { return strings.Contains(gitFile(t, m.repo, file+"shared.yaml"), "erin") })
 	require.Equal(t, "erin@example.com <erin@example.com>", authorOf(t, m, file+"shared.yaml"))
 
 	// merge patch, by a service account
