@@ -39,11 +39,13 @@ const (
 type GitProviderSpec struct {
 	// URL of the repository: https://, http://, ssh://, file:// or scp-like
 	// user@host:path. Immutable: a new URL is a new GitProvider. It carries
-	// no password or token: those belong in the Secret spec.secretRef names.
+	// no password or token: those belong in the Secret spec.secretRef names
+	// (checked on create only, so one stored before the check can still
+	// have its status written).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:]]') && self.matches('^((https?|ssh|file)://.+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:.+)$')",message="must be a repository URL: https://, http://, ssh:// or file://, or scp-like user@host:path, without spaces"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:[^/@]*@')",message="url must not carry a password or token (https://user:TOKEN@host/...): it would show in kubectl get and in logs; put the credentials in the Secret named by spec.secretRef"
+	// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:[^/@]*@')",optionalOldSelf=true,message="url must not carry a password or token (https://user:TOKEN@host/...): it would show in kubectl get and in logs; put the credentials in the Secret named by spec.secretRef"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="url is immutable"
 	// +optional
 	URL string `json:"url"`
