@@ -38,10 +38,14 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.allowedBranches)",message="allowedBranches is required: glob patterns of the branches GitTargets may write, e.g. main",fieldPath=".allowedBranches"
 type GitProviderSpec struct {
 	// URL of the repository: https://, http://, ssh://, file:// or scp-like
-	// user@host:path. Immutable: a new URL is a new GitProvider.
+	// user@host:path. Immutable: a new URL is a new GitProvider. It carries
+	// no password or token: those belong in the Secret spec.secretRef names
+	// (checked on create only, so one stored before the check can still
+	// have its status written).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:]]') && self.matches('^((https?|ssh|file)://.+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:.+)$')",message="must be a repository URL: https://, http://, ssh:// or file://, or scp-like user@host:path, without spaces"
+	// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:[^/@]*@')",optionalOldSelf=true,message="url must not carry a password or token (https://user:TOKEN@host/...): it would show in kubectl get and in logs; put the credentials in the Secret named by spec.secretRef"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="url is immutable"
 	// +optional
 	URL string `json:"url"`
@@ -63,13 +67,19 @@ type GitProviderSpec struct {
 	// +optional
 	KnownHostsRef *KnownHostsReference `json:"knownHostsRef,omitempty"`
 
-	// AllowedBranches are glob patterns (path.Match syntax) of the branches
-	// GitTargets may write.
+	// AllowedBranches are glob patterns (path.Match syntax: '*', '?',
+	// '[a-z]', '[^x]') of the branches GitTargets may write. Outside the glob
+	// characters they follow Git's branch name rules, as spec.branch does.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=255
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[]A-Za-z0-9._/*?[^-]+$') && !self.startsWith('-')",message="allowedBranches entries may use only letters, digits, '.', '_', '/', '-' (not first) and the glob characters '*', '?', '[', ']' and '^'"
+	// +kubebuilder:validation:items:XValidation:rule="!self.contains('..') && !self.contains('//') && !self.startsWith('/') && !self.endsWith('/') && !self.endsWith('.')",message="allowedBranches entries must be valid Git branch names: no '..', '//', or leading or trailing '/', nor a trailing '.'"
+	// +kubebuilder:validation:items:XValidation:rule="!self.split('/').exists(c, c.startsWith('.') || c.endsWith('.lock'))",message="no part of an allowedBranches entry between '/' may start with '.' or end with '.lock': Git refuses such branch names"
+	// +kubebuilder:validation:items:XValidation:rule="self != 'HEAD'",message="allowedBranches must not name HEAD: Git reserves that name for the checked-out commit"
+	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('refs/')",message="allowedBranches name branches, not refs: write main, not refs/heads/main"
 	// +optional
 	AllowedBranches []string `json:"allowedBranches"`
 

@@ -27,13 +27,17 @@ type GitTargetSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterProviderRef is immutable"
 	ClusterProviderRef *ClusterProviderReference `json:"clusterProviderRef,omitempty"`
 
-	// Branch to write; it must match the GitProvider's allowedBranches.
-	// Required.
+	// Branch to write, a name `git check-ref-format --branch` accepts
+	// (main, release/1.2; not HEAD or refs/heads/main); it must match the
+	// GitProvider's allowedBranches. Required.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9._/-]*$')",message="branch may use only letters, digits, '.', '_', '/' and '-', and starts with a letter, digit or '_'"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.contains('//') && !self.endsWith('/') && !self.endsWith('.') && !self.endsWith('.lock')",message="branch must be a valid Git branch name (no '..', '//', or trailing '/', '.', '.lock')"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(c, c.startsWith('.') || c.endsWith('.lock'))",message="no part of branch between '/' may start with '.' or end with '.lock': Git refuses such branch names"
+	// +kubebuilder:validation:XValidation:rule="self != 'HEAD'",message="branch must not be HEAD: Git reserves that name for the checked-out commit"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('refs/')",message="branch is a branch name, not a ref: write main, not refs/heads/main"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="branch is immutable"
 	Branch string `json:"branch"`
 

@@ -58,6 +58,12 @@ spec: {providerRef: {name: p}, branch: main, path: clusters, placement: {default
 	{"GitProvider URL that is not one", "spec.url", "must be a repository URL", `
 kind: GitProvider
 spec: {url: not a url, allowedBranches: [main]}`},
+	{"GitProvider URL with a token in it", "spec.url", "put the credentials in the Secret named by spec.secretRef", `
+kind: GitProvider
+spec: {url: "https://bot:ghp_0123456789abcdef@github.com/org/repo.git", allowedBranches: [main]}`},
+	{"GitProvider SSH URL with a password in it", "spec.url", "must not carry a password or token", `
+kind: GitProvider
+spec: {url: "ssh://git:hunter2@git.example.com/org/repo.git", allowedBranches: [main]}`},
 	{"GitProvider committer email without @", "spec.commit.committer.email", "must be an email address", `
 kind: GitProvider
 spec: {url: "https://git.example.com/org/repo.git", allowedBranches: [main], commit: {committer: {email: nobody}}}`},

@@ -19,13 +19,15 @@ func TestWrongHTTPPasswordIsUnauthorized(t *testing.T) {
 	require.NoError(t, err)
 	ctx := testContext(t)
 
-	require.ErrorIs(t, client.Probe(ctx), forges.ErrUnauthorized)
-	_, err = client.Head(ctx, "main")
-	require.ErrorIs(t, err, forges.ErrUnauthorized)
-	_, err = client.Tree(ctx, head, "")
-	require.ErrorIs(t, err, forges.ErrUnauthorized)
-	_, err = client.Commit(ctx, commitRequest("main", head, "x", put("b.yaml", "b\n")))
-	require.ErrorIs(t, err, forges.ErrUnauthorized)
+	errs := map[string]error{"probe": client.Probe(ctx)}
+	_, errs["head"] = client.Head(ctx, "main")
+	_, errs["tree"] = client.Tree(ctx, head, "")
+	_, errs["commit"] = client.Commit(ctx, commitRequest("main", head, "x", put("b.yaml", "b\n")))
+	for op, err := range errs {
+		require.ErrorIs(t, err, forges.ErrUnauthorized, op)
+		// The server's answer is "authentication required" too: said once.
+		require.Equal(t, 1, strings.Count(err.Error(), "authentication required"), "%s: %v", op, err)
+	}
 	require.Equal(t, head, serverGit(t, repo, "rev-parse", "main"))
 }
 

@@ -29,6 +29,7 @@ func classify(op string, err error) error {
 	if status, retryAfter, ok := httpStatus(err); ok {
 		return classifyHTTPStatus(op, status, retryAfter, err)
 	}
+	err = withoutEcho(err)
 	var hostKeyErr *hostKeyError
 	message := err.Error()
 	switch {
@@ -58,6 +59,38 @@ func classify(op string, err error) error {
 	}
 	return forges.Errorf(forges.KindTransient, op, err)
 }
+
+// withoutEcho drops the response body go-git appends to its sentinel
+// errors ("%w: %s") when the body says nothing more than the sentinel
+// does, as a plain Git server's 401 does: "authentication required:
+// authentication required". errors.Is still finds the sentinel.
+func withoutEcho(err error) error {
+	for _, sentinel := range []error{transport.ErrAuthenticationRequired, transport.ErrAuthorizationFailed, transport.ErrRepositoryNotFound} {
+		if !errors.Is(err, sentinel) {
+			continue
+		}
+		message, said := err.Error(), sentinel.Error()
+		at := strings.LastIndex(message, said+":")
+		if at < 0 {
+			return err
+		}
+		reason := strings.TrimSpace(message[at+len(said)+1:])
+		if reason != "" && !strings.EqualFold(reason, said) {
+			return err
+		}
+		return &echoless{message: message[:at+len(said)], err: err}
+	}
+	return err
+}
+
+// echoless is an error shown with a shorter message than it has.
+type echoless struct {
+	message string
+	err     error
+}
+
+func (e *echoless) Error() string { return e.message }
+func (e *echoless) Unwrap() error { return e.err }
 
 // isEmptyRemote reports go-git's answer for a repository without refs.
 func isEmptyRemote(err error) bool {

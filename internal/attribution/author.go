@@ -28,7 +28,8 @@ const DerivedEmailDomain = "noreply.cluster.local"
 //
 // A human is named by the OIDC display name and email the apiserver mapped
 // into user.extra, each falling back to the actor's own identity when
-// missing or unusable: the username, and an email derived from it. A
+// missing or unusable: the username, and the username as the email when
+// it is an address, else an email derived from it. A
 // service account is always named by its own Kubernetes identity: it never
 // authenticates through OIDC, so display-name or email extras on it can
 // only have been set by whoever impersonated it, and a machine identity is
@@ -41,7 +42,7 @@ func GitAuthor(actor *facts.Actor) branch.Author {
 	if strings.HasPrefix(actor.Username, facts.ServiceAccountPrefix) {
 		return branch.Author{Name: username, Email: DerivedEmail(actor.Username), Kind: branch.AuthorServiceAccount}
 	}
-	author := branch.Author{Name: username, Email: DerivedEmail(actor.Username), Kind: branch.AuthorUser}
+	author := branch.Author{Name: username, Email: usernameEmail(actor.Username), Kind: branch.AuthorUser}
 	if name := strings.TrimSpace(actor.DisplayName); name != "" && name == gitName(name) {
 		author.Name = name
 	}
@@ -49,6 +50,32 @@ func GitAuthor(actor *facts.Actor) branch.Author {
 		author.Email = email
 	}
 	return author
+}
+
+// usernameEmail is the email a user's own username gives: the username
+// itself when it is an address (an OIDC username claim of email, with or
+// without a "prefix:" the API server put before it), else the address
+// derived from it.
+func usernameEmail(username string) string {
+	address := username[strings.LastIndexByte(username, ':')+1:]
+	if isPlainAddress(address) {
+		return address
+	}
+	return DerivedEmail(username)
+}
+
+// isPlainAddress reports whether s is a bare address in the characters
+// every mail and Git host takes: a local part of ASCII letters, digits,
+// '.', '_', '-' and '+', and a domain name with a dot. A username such as
+// "https://issuer#alice@example.com" is a valid address too, but no one's.
+func isPlainAddress(s string) bool {
+	local, domain, ok := strings.Cut(s, "@")
+	plain := func(part, extra string) bool {
+		return part != "" && strings.IndexFunc(part, func(r rune) bool {
+			return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune(extra, r))
+		}) < 0
+	}
+	return ok && plain(local, "._-+") && plain(domain, ".-") && strings.Contains(domain, ".") && isBareAddress(s)
 }
 
 // DerivedEmail is the stable address a username stands for under

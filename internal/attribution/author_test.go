@@ -30,8 +30,23 @@ func TestGitAuthor(t *testing.T) {
 		},
 		{
 			"a human without claims: the username and an email derived from it",
+			&facts.Actor{Username: "alice", Groups: []string{"system:authenticated"}},
+			branch.Author{Name: "alice", Email: "alice@noreply.cluster.local", Kind: branch.AuthorUser},
+		},
+		{
+			"a human without claims whose username is an email: that email",
 			&facts.Actor{Username: "alice@example.com", Groups: []string{"system:authenticated"}},
-			branch.Author{Name: "alice@example.com", Email: "aliceexample.com@noreply.cluster.local", Kind: branch.AuthorUser},
+			branch.Author{Name: "alice@example.com", Email: "alice@example.com", Kind: branch.AuthorUser},
+		},
+		{
+			"a username that is an email after the API server's prefix: that email",
+			&facts.Actor{Username: "oidc:alice@example.com"},
+			branch.Author{Name: "oidc:alice@example.com", Email: "alice@example.com", Kind: branch.AuthorUser},
+		},
+		{
+			"a username with an '@' that is no address: an email derived from it",
+			&facts.Actor{Username: "https://issuer.example#alice@example.com"},
+			branch.Author{Name: "https://issuer.example#alice@example.com", Email: "httpsissuer.examplealiceexample.com@noreply.cluster.local", Kind: branch.AuthorUser},
 		},
 		{
 			"a display name only",

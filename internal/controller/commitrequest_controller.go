@@ -56,6 +56,9 @@ type CommitRequestReconciler struct {
 	// Submitters is the admission webhook's record; nil when the webhook is
 	// off, and every request then claims no actor.
 	Submitters admission.SubmitterLookup
+	// TargetReader reads the GitTarget a request names, uncached (the
+	// manager's APIReader); nil reads through Client.
+	TargetReader client.Reader
 	// Retention keeps a finished request this long; zero means 24h.
 	Retention time.Duration
 	// FinalizeTimeout bounds the wait for the worker's answer past the
@@ -136,7 +139,8 @@ func (r *CommitRequestReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 //
 // Conditions: AuthorAttributed (AdmissionRecordFound or
 // AdmissionRecordMissing); Reconciling=True/Finalizing once attached;
-// Stalled/FinalizeFailed when its GitTarget is not mirrored by the attach
+// Stalled/GitTargetNotFound at once when its GitTarget does not exist;
+// Stalled/FinalizeFailed when it exists but is not mirrored by the attach
 // timeout.
 func (r *CommitRequestReconciler) attach(ctx context.Context, cr *v1alpha3.CommitRequest, conditions conditionSet) (ctrl.Result, error) {
 	now := r.clock().Now()
@@ -158,6 +162,11 @@ func (r *CommitRequestReconciler) attach(ctx context.Context, cr *v1alpha3.Commi
 	if !errors.Is(err, engine.ErrTargetNotMirrored) && !errors.Is(err, engine.ErrNotStarted) && !errors.Is(err, branch.ErrWorkerStopped) {
 		return ctrl.Result{}, fmt.Errorf("attaching CommitRequest %s: %w", key, err)
 	}
+	if missing, err := r.targetMissing(ctx, cr, conditions); err != nil {
+		return ctrl.Result{}, err
+	} else if missing {
+		return ctrl.Result{RequeueAfter: r.retention()}, nil
+	}
 	if now.Before(attachGraceEnds(cr, r.started)) {
 		conditions.markReconciling(v1alpha3.ReasonFinalizing, "waiting for GitTarget "+cr.Spec.TargetRef.Name+" to be mirrored")
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
@@ -165,6 +174,33 @@ func (r *CommitRequestReconciler) attach(ctx context.Context, cr *v1alpha3.Commi
 	r.fail(conditions, v1alpha3.ReasonFinalizeFailed, "GitTarget "+cr.Spec.TargetRef.Name+
 		" is not being mirrored (it does not exist or is not Ready), so there is no commit window to close")
 	return ctrl.Result{RequeueAfter: r.retention()}, nil
+}
+
+// targetMissing fails a request whose GitTarget does not exist at once:
+// unlike one still starting, it cannot become mirrored within the attach
+// grace (creating it later does not bring back the window this request
+// was meant to close). Read uncached, so a GitTarget created together with
+// the request is never taken for missing.
+//
+// Conditions: Stalled/GitTargetNotFound.
+func (r *CommitRequestReconciler) targetMissing(ctx context.Context, cr *v1alpha3.CommitRequest, conditions conditionSet) (bool, error) {
+	reader := r.TargetReader
+	if reader == nil {
+		reader = r.Client
+	}
+	key := client.ObjectKey{Namespace: cr.Namespace, Name: cr.Spec.TargetRef.Name}
+	err := reader.Get(ctx, key, &v1alpha3.GitTarget{})
+	if !apierrors.IsNotFound(err) {
+		if err != nil {
+			return false, fmt.Errorf("reading GitTarget %s of CommitRequest %s/%s: %w", key, cr.Namespace, cr.Name, err)
+		}
+		return false, nil
+	}
+	message := "GitTarget " + cr.Spec.TargetRef.Name + " does not exist in namespace " + cr.Namespace +
+		", so there is no commit window to close; create the request again once the GitTarget is Ready"
+	r.fail(conditions, v1alpha3.ReasonGitTargetNotFound, message)
+	ctrl.LoggerFrom(ctx).Info("CommitRequest names a missing GitTarget", "gitTarget", key.String(), "reason", v1alpha3.ReasonGitTargetNotFound)
+	return true, nil
 }
 
 // settleSubmitter reads who submitted the request and says so in

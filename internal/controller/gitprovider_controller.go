@@ -19,6 +19,7 @@ import (
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/credentials"
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
+	"github.com/configbutler/gitops-reverser/internal/redact"
 )
 
 // Defaults of GitProviderReconciler's tunables.
@@ -158,6 +159,9 @@ func (r *GitProviderReconciler) recheckInterval() time.Duration {
 	return defaultProviderRecheckInterval
 }
 
+// stall and retry hide spec.url's password (refused by the schema today,
+// but one stored before may still be there) wherever a library quoted it.
+//
 // stall records a problem only a human can fix: Ready=False, Stalled=True,
 // and RepositoryReachable says what is known about the remote (Unknown
 // before it was contacted, False after it refused). The step then ends the
@@ -165,6 +169,7 @@ func (r *GitProviderReconciler) recheckInterval() time.Duration {
 // watches bring the provider back when its spec or a referenced Secret
 // changes, and a refusal by the remote is re-probed every RecheckInterval.
 func (run *providerRun) stall(reachable metav1.ConditionStatus, reason, message string) {
+	message = redact.Text(message, run.provider.Spec.URL)
 	run.conditions.set(v1alpha3.ConditionRepositoryReachable, reachable, reason, message)
 	run.conditions.markStalled(reason, message)
 }
@@ -172,6 +177,7 @@ func (run *providerRun) stall(reachable metav1.ConditionStatus, reason, message 
 // retry records a problem expected to clear by itself: Ready=False,
 // Reconciling=True.
 func (run *providerRun) retry(reachable metav1.ConditionStatus, reason, message string) {
+	message = redact.Text(message, run.provider.Spec.URL)
 	run.conditions.set(v1alpha3.ConditionRepositoryReachable, reachable, reason, message)
 	run.conditions.markReconciling(reason, message)
 }

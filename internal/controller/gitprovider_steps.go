@@ -15,6 +15,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/credentials"
 	"github.com/configbutler/gitops-reverser/internal/forgeconn"
+	"github.com/configbutler/gitops-reverser/internal/redact"
 )
 
 // readCredentials reads spec.secretRef and spec.knownHostsRef.
@@ -126,7 +127,7 @@ func (r *GitProviderReconciler) probeRepository(ctx context.Context, run *provid
 // no watch sees it.
 func (r *GitProviderReconciler) probeFailed(run *providerRun, err error) (bool, ctrl.Result, error) {
 	recheck := ctrl.Result{RequeueAfter: r.recheckInterval()}
-	url := run.provider.Spec.URL
+	url := redact.URL(run.provider.Spec.URL)
 	switch forges.KindOf(err) {
 	case forges.KindUnauthorized:
 		run.stall(metav1.ConditionFalse, v1alpha3.ReasonUnauthorized, refusedMessage(run.provider, err))
@@ -154,10 +155,10 @@ func (r *GitProviderReconciler) probeFailed(run *providerRun, err error) (bool, 
 // which Secret to fix, or that one is needed.
 func refusedMessage(provider *v1alpha3.GitProvider, err error) string {
 	if provider.Spec.SecretRef == nil {
-		return fmt.Sprintf("%s requires credentials and spec.secretRef names none: %v", provider.Spec.URL, err)
+		return fmt.Sprintf("%s requires credentials and spec.secretRef names none: %v", redact.URL(provider.Spec.URL), err)
 	}
 	return fmt.Sprintf("%s refused the credentials in Secret %s/%s: %v",
-		provider.Spec.URL, provider.Namespace, provider.Spec.SecretRef.Name, err)
+		redact.URL(provider.Spec.URL), provider.Namespace, provider.Spec.SecretRef.Name, err)
 }
 
 // reportBudget copies a metered forge's request budget into

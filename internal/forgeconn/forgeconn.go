@@ -19,6 +19,7 @@ import (
 	"github.com/configbutler/gitops-reverser/forges/gitea"
 	"github.com/configbutler/gitops-reverser/forges/gogit"
 	"github.com/configbutler/gitops-reverser/internal/credentials"
+	"github.com/configbutler/gitops-reverser/internal/redact"
 )
 
 // ErrForgeNotSupported matches an error saying spec.forge.type names no
@@ -108,13 +109,13 @@ func openGitea(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt 
 		return nil, fmt.Errorf("%w: the Gitea API needs an access token with the write:repository scope; "+
 			"put it in the Secret under the key token (or password)", ErrUnusableCredentials)
 	}
-	endpoint, err := transport.NewEndpoint(spec.URL)
+	endpoint, err := parseSpecURL(spec.URL)
 	if err != nil {
-		return nil, fmt.Errorf("parsing spec.url: %w", err)
+		return nil, err
 	}
 	segments := strings.Split(strings.Trim(strings.TrimSuffix(strings.Trim(endpoint.Path, "/"), ".git"), "/"), "/")
 	if len(segments) < 2 {
-		return nil, fmt.Errorf("spec.url %q names no Gitea repository (owner/name)", spec.URL)
+		return nil, fmt.Errorf("spec.url %q names no Gitea repository (owner/name)", redact.URL(spec.URL))
 	}
 	owner, repo := segments[len(segments)-2], segments[len(segments)-1]
 	var baseURL string
@@ -128,7 +129,7 @@ func openGitea(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt 
 	case "ssh":
 		baseURL = "https://" + endpoint.Host
 	default:
-		return nil, fmt.Errorf("spec.url %q is not a Gitea repository URL (https:// or ssh://)", spec.URL)
+		return nil, fmt.Errorf("spec.url %q is not a Gitea repository URL (https:// or ssh://)", redact.URL(spec.URL))
 	}
 	if spec.Forge != nil && spec.Forge.APIURL != "" {
 		baseURL = spec.Forge.APIURL
@@ -168,9 +169,9 @@ func httpClient(rt http.RoundTripper) *http.Client {
 
 // openGit builds the go-git forge.
 func openGit(spec v1alpha3.GitProviderSpec, creds credentials.Credentials) (forges.Forge, error) {
-	endpoint, err := transport.NewEndpoint(spec.URL)
+	endpoint, err := parseSpecURL(spec.URL)
 	if err != nil {
-		return nil, fmt.Errorf("parsing spec.url: %w", err)
+		return nil, err
 	}
 	auth, err := gitAuth(endpoint.Protocol, spec, creds)
 	if err != nil {

@@ -7,12 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing/transport"
-
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/forges/github"
 	"github.com/configbutler/gitops-reverser/internal/credentials"
+	"github.com/configbutler/gitops-reverser/internal/redact"
 )
 
 // openGitHub builds the GitHub forge: owner and repository from spec.url's
@@ -67,9 +66,9 @@ type gitHubRepository struct {
 // from the GitProvider. An SSH URL names the host too; its API and web UI
 // are served over HTTPS on the default port.
 func gitHubLocation(spec v1alpha3.GitProviderSpec) (gitHubRepository, error) {
-	endpoint, err := transport.NewEndpoint(spec.URL)
+	endpoint, err := parseSpecURL(spec.URL)
 	if err != nil {
-		return gitHubRepository{}, fmt.Errorf("parsing spec.url: %w", err)
+		return gitHubRepository{}, err
 	}
 	var location gitHubRepository
 	switch endpoint.Protocol {
@@ -82,7 +81,7 @@ func gitHubLocation(spec v1alpha3.GitProviderSpec) (gitHubRepository, error) {
 	case "ssh":
 		location.webURL = "https://" + endpoint.Host
 	default:
-		return gitHubRepository{}, fmt.Errorf("spec.url %q is not a GitHub repository URL (https:// or ssh://)", spec.URL)
+		return gitHubRepository{}, fmt.Errorf("spec.url %q is not a GitHub repository URL (https:// or ssh://)", redact.URL(spec.URL))
 	}
 	location.apiURL = location.webURL + "/api/v3"
 	if strings.EqualFold(endpoint.Host, "github.com") || strings.EqualFold(endpoint.Host, "www.github.com") {
@@ -94,7 +93,7 @@ func gitHubLocation(spec v1alpha3.GitProviderSpec) (gitHubRepository, error) {
 	path := strings.Trim(strings.TrimSuffix(strings.Trim(endpoint.Path, "/"), ".git"), "/")
 	owner, repo, ok := strings.Cut(path, "/")
 	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
-		return gitHubRepository{}, fmt.Errorf("spec.url %q does not name a GitHub repository as {owner}/{repository}", spec.URL)
+		return gitHubRepository{}, fmt.Errorf("spec.url %q does not name a GitHub repository as {owner}/{repository}", redact.URL(spec.URL))
 	}
 	location.owner, location.repo = owner, repo
 	return location, nil

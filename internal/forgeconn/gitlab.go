@@ -8,12 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing/transport"
-
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/forges/gitlab"
 	"github.com/configbutler/gitops-reverser/internal/credentials"
+	"github.com/configbutler/gitops-reverser/internal/redact"
 )
 
 // openGitLab builds the GitLab forge: the project is spec.url's path
@@ -44,9 +43,9 @@ func openGitLab(spec v1alpha3.GitProviderSpec, creds credentials.Credentials, rt
 // GitProvider. An SSH URL names the host too; its API is served over HTTPS
 // on the default port (the SSH port is not the web port).
 func gitLabLocation(spec v1alpha3.GitProviderSpec) (apiURL, project string, err error) {
-	endpoint, err := transport.NewEndpoint(spec.URL)
+	endpoint, err := parseSpecURL(spec.URL)
 	if err != nil {
-		return "", "", fmt.Errorf("parsing spec.url: %w", err)
+		return "", "", err
 	}
 	project = strings.Trim(strings.TrimSuffix(strings.Trim(endpoint.Path, "/"), ".git"), "/")
 	switch endpoint.Protocol {
@@ -59,7 +58,7 @@ func gitLabLocation(spec v1alpha3.GitProviderSpec) (apiURL, project string, err 
 	case "ssh":
 		apiURL = "https://" + endpoint.Host + "/api/v4"
 	default:
-		return "", "", fmt.Errorf("spec.url %q is not a GitLab repository URL (https:// or ssh://)", spec.URL)
+		return "", "", fmt.Errorf("spec.url %q is not a GitLab repository URL (https:// or ssh://)", redact.URL(spec.URL))
 	}
 	if spec.Forge != nil && spec.Forge.APIURL != "" {
 		apiURL = strings.TrimSuffix(spec.Forge.APIURL, "/")
@@ -72,7 +71,7 @@ func gitLabLocation(spec v1alpha3.GitProviderSpec) (apiURL, project string, err 
 		}
 	}
 	if project == "" {
-		return "", "", fmt.Errorf("spec.url %q names no GitLab project", spec.URL)
+		return "", "", fmt.Errorf("spec.url %q names no GitLab project", redact.URL(spec.URL))
 	}
 	return apiURL, project, nil
 }

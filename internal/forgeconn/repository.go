@@ -1,11 +1,14 @@
 package forgeconn
 
 import (
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/configbutler/gitops-reverser/internal/redact"
 )
 
 // defaultPorts are the ports a URL means when it names none; an explicit
@@ -56,4 +59,15 @@ func RepositoryKey(rawURL string) string {
 		host += ":" + strconv.Itoa(endpoint.Port)
 	}
 	return strings.ToLower(host + "/" + repoPath)
+}
+
+// parseSpecURL parses spec.url. The error is text, not wrapped: net/url's
+// parse error quotes the URL whole, password and all, so only a redacted
+// copy of it may travel on into conditions and logs.
+func parseSpecURL(raw string) (*transport.Endpoint, error) {
+	endpoint, err := transport.NewEndpoint(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parsing spec.url %q: %s", redact.URL(raw), redact.Text(err.Error(), raw))
+	}
+	return endpoint, nil
 }

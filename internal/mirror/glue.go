@@ -40,6 +40,14 @@ type streamGlue struct {
 }
 
 func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
+	if ev.Kind == watch.Delete || ev.Kind == watch.Upsert && !ev.Replay {
+		// A live change the stream has seen reaches the worker even when
+		// the stream stops meanwhile (its WatchRule deleted in the same
+		// command, while the change waited for its author): a stop ends
+		// what the stream sees next, not what it saw. The target's context
+		// still ends the wait at shutdown.
+		ctx = g.target.ctx
+	}
 	switch ev.Kind {
 	case watch.ReplayStart:
 		g.present = g.present[:0]

@@ -59,13 +59,11 @@ type admissionSetup struct {
 }
 
 // newAdmission builds the webhook server before the manager, which takes
-// it in its options; nil options serve nothing.
+// it in its options; nil options serve nothing. The options were checked
+// by checkOptions.
 func newAdmission(cfg *rest.Config, o *AdmissionOptions, scheme *runtime.Scheme) (*admissionSetup, error) {
 	if o == nil {
 		return nil, nil
-	}
-	if err := o.check(); err != nil {
-		return nil, fmt.Errorf("admission webhook: %w", err)
 	}
 	s := &admissionSetup{submitters: admission.NewSubmitters(0, 0, nil), certDir: o.CertDir}
 	opts := webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}

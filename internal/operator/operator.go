@@ -92,13 +92,8 @@ type Options struct {
 // that its identity has the permissions it cannot work without, and fails
 // naming each missing one.
 func Run(ctx context.Context, o Options) error {
-	if o.Attribution != nil {
-		a := *o.Attribution
-		a.resolveTransport(o.Redis != nil)
-		if err := a.check(o.Redis != nil); err != nil {
-			return fmt.Errorf("author attribution: %w", err)
-		}
-		o.Attribution = &a
+	if err := checkOptions(&o); err != nil {
+		return err
 	}
 	if ready, err := waitUntilStartable(ctx, o); !ready {
 		return err
@@ -201,6 +196,32 @@ func managerOptions(o Options, scheme *runtime.Scheme) ctrl.Options {
 	}
 }
 
+// checkOptions refuses what the flags got wrong before anything waits on
+// the API server: a bad --redis-addr must not hide behind an API server
+// that does not answer yet. It settles the attribution transport, which
+// depends on whether Redis is configured.
+func checkOptions(o *Options) error {
+	if o.Attribution != nil {
+		a := *o.Attribution
+		a.resolveTransport(o.Redis != nil)
+		if err := a.check(o.Redis != nil); err != nil {
+			return fmt.Errorf("author attribution: %w", err)
+		}
+		o.Attribution = &a
+	}
+	if o.Admission != nil {
+		if err := o.Admission.check(); err != nil {
+			return fmt.Errorf("admission webhook: %w", err)
+		}
+	}
+	if o.Redis != nil {
+		if _, err := o.Redis.ClientOptions(); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+	}
+	return nil
+}
+
 // waitUntilStartable waits for the API server and checks access while
 // serving the probes itself, so a Pod waiting out an API server outage is
 // alive and not ready. ready is false when the operator must not start: err
@@ -259,7 +280,7 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 			OperatorNamespace: o.OperatorNamespace, Events: recorder}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
 		{"ClusterWatchRule", &controller.RuleReconciler{Client: c, Engine: eng, Cluster: true}},
-		{"CommitRequest", &controller.CommitRequestReconciler{Client: c, Engine: eng, Submitters: submitters,
+		{"CommitRequest", &controller.CommitRequestReconciler{Client: c, TargetReader: mgr.GetAPIReader(), Engine: eng, Submitters: submitters,
 			Retention: o.CommitRequestRetention}},
 	}
 	for _, r := range reconcilers {

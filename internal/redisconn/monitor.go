@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-logr/logr"
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/configbutler/gitops-reverser/internal/redact"
 )
 
 // DefaultMonitorInterval is how often a Monitor pings Redis.
@@ -43,7 +45,7 @@ type Monitor struct {
 // NewMonitor returns a monitor of client at addr (a flag value; its
 // credentials are not logged).
 func NewMonitor(client goredis.UniversalClient, addr string, log logr.Logger) *Monitor {
-	return &Monitor{Client: client, Addr: redactURL(addr), Log: log, check: make(chan struct{}, 1)}
+	return &Monitor{Client: client, Addr: redact.URL(addr), Log: log, check: make(chan struct{}, 1)}
 }
 
 // Check pings at once instead of at the next tick; it does not wait.

@@ -18,6 +18,8 @@ import (
 
 	"github.com/go-logr/logr"
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/configbutler/gitops-reverser/internal/redact"
 )
 
 // DefaultKeyPrefix starts every key the operator writes, unless
@@ -63,7 +65,7 @@ func (o Options) ClientOptions() (*goredis.Options, error) {
 	}
 	if o.CAFile != "" {
 		if opts.TLSConfig == nil {
-			return nil, fmt.Errorf("--redis-ca-file is set but --redis-addr %q is not a rediss:// URL", o.Addr)
+			return nil, fmt.Errorf("--redis-ca-file is set but --redis-addr %q is not a rediss:// URL", redact.URL(o.Addr))
 		}
 		pem, err := os.ReadFile(o.CAFile)
 		if err != nil {
@@ -100,29 +102,16 @@ func (o Options) parseAddr() (*goredis.Options, error) {
 		return &goredis.Options{Addr: o.Addr}, nil
 	}
 	if !strings.HasPrefix(o.Addr, "redis://") && !strings.HasPrefix(o.Addr, "rediss://") {
-		return nil, fmt.Errorf("--redis-addr %q: want redis://, rediss:// or host:port", redactURL(o.Addr))
+		return nil, fmt.Errorf("--redis-addr %q: want redis://, rediss:// or host:port", redact.URL(o.Addr))
 	}
 	opts, err := goredis.ParseURL(o.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("--redis-addr %q: %w", redactURL(o.Addr), err)
+		return nil, fmt.Errorf("--redis-addr %q: %w", redact.URL(o.Addr), err)
 	}
 	if opts.TLSConfig != nil {
 		opts.TLSConfig.MinVersion = tls.VersionTLS12
 	}
 	return opts, nil
-}
-
-// redactURL drops the userinfo of a URL, so a password never reaches a
-// log line or an error.
-func redactURL(addr string) string {
-	scheme, rest, ok := strings.Cut(addr, "://")
-	if !ok {
-		return addr
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 && (strings.IndexByte(rest, '/') < 0 || at < strings.IndexByte(rest, '/')) {
-		rest = "***@" + rest[at+1:]
-	}
-	return scheme + "://" + rest
 }
 
 func readPassword(path string) (string, error) {

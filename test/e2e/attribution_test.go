@@ -70,6 +70,14 @@ func TestTheAuthorOfEachLiveChangeIsWhoMadeIt(t *testing.T) {
 	eventually(t, "the update in Git", func() bool { return containsLine(gitFile(t, m.repo, file+"shared.yaml"), `  v: "2"`) })
 	require.Equal(t, "bob <bob@noreply.cluster.local>", authorOf(t, m, file+"shared.yaml"))
 
+	// update, by a human without claims whose username is an email: that email
+	erin := actor(t, "erin@example.com", nil)
+	require.NoError(t, erin.Get(ctx, client.ObjectKey{Namespace: m.ns, Name: "shared"}, &cm))
+	cm.Data["v"] = "erin"
+	require.NoError(t, erin.Update(ctx, &cm))
+	eventually(t, "erin's update in Git", func() bool { return strings.Contains(gitFile(t, m.repo, file+"shared.yaml"), "erin") })
+	require.Equal(t, "erin@example.com <erin@example.com>", authorOf(t, m, file+"shared.yaml"))
+
 	// merge patch, by a service account
 	robot := actor(t, "system:serviceaccount:ci:deployer", nil)
 	patch, _ := json.Marshal(map[string]any{"data": map[string]string{"v": "3"}})

@@ -250,3 +250,25 @@ func TestARequestWithoutAnAdmissionRecordStillCommits(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 }
+
+// TestARequestNamingAMissingGitTargetStopsAtOnce: a CommitRequest whose
+// GitTarget does not exist cannot close a window; it says so at once
+// (Stalled, GitTargetNotFound) and the operator logs it, instead of
+// waiting as Finalizing first.
+func TestARequestNamingAMissingGitTargetStopsAtOnce(t *testing.T) {
+	m := newMirror(t, "cr-missing-target", "configmaps")
+	startOperator(t)
+	waitReady(t, m.ns, m.target)
+	request := commitRequest(m.ns, "nowhere", "saved into nothing", 0)
+	request.Spec.TargetRef.Name = "absent"
+	require.NoError(t, env.kube.Client().Create(context.Background(), request))
+
+	cr := finishedRequest(t, m.ns, "nowhere")
+	requireCondition(t, cr, v1alpha3.ConditionReady, metav1.ConditionFalse, v1alpha3.ReasonGitTargetNotFound)
+	requireCondition(t, cr, v1alpha3.ConditionStalled, metav1.ConditionTrue, v1alpha3.ReasonGitTargetNotFound)
+	require.Contains(t, meta.FindStatusCondition(cr.Status.Conditions, v1alpha3.ConditionReady).Message, "GitTarget absent does not exist")
+	eventually(t, "the operator logs it", func() bool {
+		log := operatorLog.String()
+		return strings.Contains(log, "CommitRequest names a missing GitTarget") && strings.Contains(log, m.ns+"/absent")
+	})
+}

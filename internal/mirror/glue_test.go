@@ -1,0 +1,78 @@
+package mirror
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+
+	"github.com/configbutler/gitops-reverser/internal/attribution"
+	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/facts"
+	"github.com/configbutler/gitops-reverser/internal/rules"
+	"github.com/configbutler/gitops-reverser/internal/watch"
+)
+
+// TestADeleteTheStreamSawOutlivesTheStreamsStop: the stream of a claim
+// stops (its WatchRule was deleted) while a deletion it saw waits for its
+// author. The deletion still reaches the worker, named by the fact that
+// arrives after the stop.
+func TestADeleteTheStreamSawOutlivesTheStreamsStop(t *testing.T) {
+	streamCtx, stopStream := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	sink := &recordingSink{}
+	target := &Target{Key: branch.TargetKey{Namespace: "team", Name: "mirror"}, ctx: context.Background(), sink: sink,
+		observer: nopObserver{}, attribution: &Attribution{Resolver: factAfterStop{stopped: stopped}}}
+	glue := &streamGlue{target: target, claim: rules.Claim{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap"}}
+	gone := &unstructured.Unstructured{}
+	gone.SetNamespace("team")
+	gone.SetName("gone")
+
+	go func() {
+		stopStream()
+		close(stopped)
+	}()
+	require.NoError(t, glue.handle(streamCtx, watch.Event{Kind: watch.Delete, Type: apiwatch.Deleted, Object: gone}))
+	require.Len(t, sink.writes, 1, "the deletion reached the worker")
+	require.Equal(t, "gone", sink.writes[0].ID.Name)
+	require.Equal(t, "alice", sink.authors[0].Name, "named by the fact that came after the stop")
+}
+
+// factAfterStop answers once the stream has stopped: alice, unless the
+// wait was given up.
+type factAfterStop struct{ stopped chan struct{} }
+
+func (f factAfterStop) Resolve(ctx context.Context, _ attribution.Query) attribution.Resolution {
+	<-f.stopped
+	if ctx.Err() != nil {
+		return attribution.Resolution{Tier: attribution.TierAbsent}
+	}
+	return attribution.Resolution{Tier: attribution.TierExact, Actor: facts.Actor{Username: "alice"}}
+}
+
+// recordingSink keeps the writes; one sent under an ended context is
+// refused, as the worker may refuse it.
+type recordingSink struct {
+	writes  []branch.Write
+	authors []branch.Author
+}
+
+func (s *recordingSink) Write(ctx context.Context, _ branch.TargetKey, author branch.Author, w branch.Write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.writes, s.authors = append(s.writes, w), append(s.authors, author)
+	return nil
+}
+
+func (s *recordingSink) Sync(context.Context, branch.TargetKey, *branch.Sweep, bool) error {
+	return nil
+}
+
+func (s *recordingSink) WhenSettled(_ context.Context, _ branch.TargetKey, fn func()) error {
+	fn()
+	return nil
+}
