@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"regexp"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/redact"
 )
 
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
@@ -90,15 +90,12 @@ func (s summaryState) describe() string {
 	return fmt.Sprintf("%s: %s", state, s.message)
 }
 
-// urlPassword matches the password of a URL's user info.
-var urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*):[^\s/@]*@`)
-
 // eventNote makes a condition message fit an Event: a URL's password is
 // replaced as url.URL.Redacted does (messages are meant to carry none;
 // Events are read by more people than status, so this is checked again),
 // and the note is cut to what the API accepts.
 func eventNote(message string) string {
-	note := urlPassword.ReplaceAllString(message, "${1}:xxxxx@")
+	note := redact.URLsIn(message)
 	if len(note) <= maxEventNote {
 		return note
 	}

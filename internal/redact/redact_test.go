@@ -42,3 +42,8 @@ func TestTextHidesThePasswordInAnyFormALibraryWroteIt(t *testing.T) {
 	require.Equal(t, "with@sign", Text("with@sign", "https://example.com/path/with@sign"))
 	require.Equal(t, "git@host:org/repo", Text("git@host:org/repo", "git@host:org/repo"))
 }
+
+func TestURLsInHidesEveryPasswordInText(t *testing.T) {
+	got := URLsIn(`probing https://bot:s3cret@git.example.com/org/repo.git: 401; also ssh://git@host:22/x and http://u:p@h`)
+	require.Equal(t, `probing https://bot:xxxxx@git.example.com/org/repo.git: 401; also ssh://git@host:22/x and http://u:xxxxx@h`, got)
+}
