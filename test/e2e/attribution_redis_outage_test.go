@@ -32,11 +32,7 @@ const (
 // ingress stays in its Service); the outage is logged once. When Redis
 // is back (empty), the fact held meanwhile is published there.
 func TestAnEditDuringARedisOutageKeepsItsAuthorAndThePodStaysReady(t *testing.T) {
-	redis, err := harness.StartRedis(t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(redis.Stop)
-	rdb := goredis.NewClient(&goredis.Options{Addr: redis.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	redis, rdb := startRedis(t)
 	port, err := harness.FreePort()
 	require.NoError(t, err)
 	probes := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -44,9 +40,7 @@ func TestAnEditDuringARedisOutageKeepsItsAuthorAndThePodStaysReady(t *testing.T)
 
 	m := newMirror(t, "attr-redis-outage", "configmaps")
 	startOperatorWith(t, func(o *operator.Options) {
-		withAttribution(10 * time.Second)(o)
-		o.Attribution.Transport = "" // the default: redis, since Redis is configured
-		withRedis(redis)(o)
+		attributingWithRedis(redis, 10*time.Second)(o)
 		o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	})
 	waitReady(t, m.ns, m.target)

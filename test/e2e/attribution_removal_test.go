@@ -7,11 +7,7 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-
-	"github.com/configbutler/gitops-reverser/internal/operator"
-	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
 // TestALateDeleteIsNeverPinnedOnTheLastEditor: alice creates six
@@ -74,16 +70,8 @@ func TestALateDeleteIsNeverPinnedOnTheLastEditor(t *testing.T) {
 // fact reaches it only if the API server's retried batch does: the commit
 // is erin's or unresolved, never the service account's.
 func TestADeleteMadeWhileTheOperatorWasDownNeverNamesTheCreator(t *testing.T) {
-	redis, err := harness.StartRedis(t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(redis.Stop)
-	rdb := goredis.NewClient(&goredis.Options{Addr: redis.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	tune := func(o *operator.Options) {
-		withAttribution(2 * time.Second)(o)
-		o.Attribution.Transport = "" // redis, since Redis is configured
-		withRedis(redis)(o)
-	}
+	redis, rdb := startRedis(t)
+	tune := attributingWithRedis(redis, 2*time.Second)
 	m := newMirror(t, "attr-down-delete", "configmaps")
 	stopFirst := startOperatorWith(t, tune)
 	waitReady(t, m.ns, m.target)

@@ -25,6 +25,27 @@ func withRedis(r *harness.Redis) func(*operator.Options) {
 	return func(o *operator.Options) { o.Redis = &redisconn.Options{Addr: r.Addr()} }
 }
 
+// startRedis is a redis-server for one test and a client of it.
+func startRedis(t *testing.T) (*harness.Redis, *goredis.Client) {
+	t.Helper()
+	redis, err := harness.StartRedis(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(redis.Stop)
+	rdb := goredis.NewClient(&goredis.Options{Addr: redis.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return redis, rdb
+}
+
+// attributingWithRedis is a startOperatorWith tune: attribution with the
+// given grace, its facts and the resume cursors in redis.
+func attributingWithRedis(r *harness.Redis, grace time.Duration) func(*operator.Options) {
+	return func(o *operator.Options) {
+		withAttribution(grace)(o)
+		o.Attribution.Transport = "" // the default: redis, since Redis is configured
+		withRedis(r)(o)
+	}
+}
+
 // TestAFactPublishedBeforeARestartNamesTheAuthorOfAChangeCommittedAfterIt:
 // alice's change reaches the first operator, which publishes her fact to
 // Redis but cannot push (the repository is away), so it stops with the
@@ -32,16 +53,8 @@ func withRedis(r *harness.Redis) func(*operator.Options) {
 // resumes from that cursor, sees the change live and finds the author in
 // the facts the first one published: the commit is alice's.
 func TestAFactPublishedBeforeARestartNamesTheAuthorOfAChangeCommittedAfterIt(t *testing.T) {
-	redis, err := harness.StartRedis(t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(redis.Stop)
-	rdb := goredis.NewClient(&goredis.Options{Addr: redis.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	tune := func(o *operator.Options) {
-		withAttribution(10 * time.Second)(o)
-		o.Attribution.Transport = "" // the default: redis, since Redis is configured
-		withRedis(redis)(o)
-	}
+	redis, rdb := startRedis(t)
+	tune := attributingWithRedis(redis, 10*time.Second)
 
 	m := newMirror(t, "attr-restart", "configmaps")
 	stopFirst := startOperatorWith(t, tune)
