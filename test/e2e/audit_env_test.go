@@ -20,7 +20,7 @@ const auditBatchMaxWait = 300 * time.Millisecond
 // where, most of the time, no ingress listens.
 var attributionNamespaces = []string{"attr-authors", "attr-two-actors", "attr-finalizer", "attr-collection",
 	"attr-custom", "attr-noop-apply", "attr-refused", "attr-history", "attr-webhook-down", "attr-concurrency",
-	"attr-late-fact", "attr-restart", "cr-alice", "cr-mismatch", "cr-delay", "cr-conflict"}
+	"attr-late-fact", "attr-restart", "attr-status", "cr-alice", "cr-mismatch", "cr-delay", "cr-conflict"}
 
 // auditSetup is the suite's audit webhook: the ingress address the API
 // server posts to, and the files an attributing operator serves it with.
