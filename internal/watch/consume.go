@@ -65,6 +65,7 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 	switch typ {
 	case apiwatch.Bookmark:
 		if replay == nil {
+			s.endCatchUp(obj.GetResourceVersion())
 			s.advance(obj.GetResourceVersion())
 			return nil, nil
 		}
@@ -87,11 +88,16 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 	return replay, nil
 }
 
-// object hands on an Upsert or Delete. A live one goes to its object's
-// lane when the stream has Prepare, and the cursor moves past it once it
+// object hands on an Upsert or Delete. A live one older than where its
+// object stood when the stream resumed is dropped; the rest go to their
+// object's lane when the stream has Prepare, and the cursor moves past it once it
 // is handled; a replay's objects come in no order of resourceVersion, so
 // only its end bookmark is a point to resume from.
 func (s *Stream) object(ctx context.Context, replay *replayState, ev Event) error {
+	if replay == nil && s.judge(ev.Type, ev.Object) {
+		s.advance(ev.Object.GetResourceVersion()) // superseded: Git is past it
+		return nil
+	}
 	if replay == nil && s.lanes != nil {
 		s.resuming = false // the API server answered from the cursor
 		return s.lanes.submit(ctx, ev)

@@ -62,7 +62,7 @@ func (s *Stream) start(ctx context.Context) string {
 	case rv == "":
 		s.Observer.ColdReplay(s.Scope, ColdNoCursor)
 	default:
-		s.resuming = true
+		s.resuming, s.catchingUp = true, true
 	}
 	return rv
 }

@@ -62,7 +62,9 @@ const (
 	// anything else of this scope that Git still holds no longer exists.
 	Synced
 	// Resumed: the stream started from its cursor instead of a replay; Git
-	// already holds everything up to it. Should the API server refuse the
+	// already holds everything up to it. The re-delivered events that
+	// follow are only those no older than where their object stood when
+	// the stream resumed (see catchUp). Should the API server refuse the
 	// cursor, a ReplayStart follows.
 	Resumed
 )
@@ -149,6 +151,11 @@ type Stream struct {
 	resuming bool
 	// lanes run Prepare; nil without it.
 	lanes *lanes
+	// catchingUp: the stream resumed from its cursor and has yet to list
+	// where its objects stand; catchUp judges the re-delivered events
+	// until the watch passes that list (stream goroutine only).
+	catchingUp bool
+	catchUp    *catchUp
 }
 
 // Forbidden is the source's RBAC refusing a stream's list or watch. Unlike
@@ -295,6 +302,7 @@ func (s *Stream) resource() dynamic.ResourceInterface {
 // replay opens a watch with sendInitialEvents and follows it; where the API
 // server refuses the streaming list it falls back to LIST then WATCH.
 func (s *Stream) replay(ctx context.Context) (string, error) {
+	s.catchingUp, s.catchUp = false, nil // a replay reports current state only
 	if err := s.deliver(ctx, Event{Kind: ReplayStart, Scope: s.Scope, Received: s.Clock.Now()}); err != nil {
 		return "", err
 	}
@@ -324,6 +332,13 @@ func (s *Stream) follow(ctx context.Context, resourceVersion string, replay *rep
 			return "", errReplay
 		}
 		return resourceVersion, fmt.Errorf("resuming the watch on %s from %s: %w", s.Scope, resourceVersion, err)
+	}
+	if s.catchingUp {
+		if s.catchUp, err = s.listCatchUp(ctx); err != nil {
+			w.Stop()
+			return resourceVersion, err
+		}
+		s.catchingUp = false
 	}
 	if replay == nil {
 		s.setPhase(PhaseRunning) // resumed: live again, without a replay
