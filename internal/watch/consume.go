@@ -89,10 +89,10 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 }
 
 // object hands on an Upsert or Delete. A live one older than where its
-// object stood when the stream resumed is dropped; the rest go to their
-// object's lane when the stream has Prepare, and the cursor moves past it once it
-// is handled; a replay's objects come in no order of resourceVersion, so
-// only its end bookmark is a point to resume from.
+// object stood when the stream resumed is dropped. The others go to their
+// object's lane when the stream has Prepare, and the cursor moves past a
+// live one once it is handled; a replay's objects come in no order of
+// resourceVersion, so only its end bookmark is a point to resume from.
 func (s *Stream) object(ctx context.Context, replay *replayState, ev Event) error {
 	if replay == nil && s.judge(ev.Type, ev.Object) {
 		s.advance(ev.Object.GetResourceVersion()) // superseded: Git is past it
