@@ -37,8 +37,9 @@ func (a *Attribution) stream(c rules.Claim) facts.StreamKey {
 
 // authorOf names the author of a live change to obj; a replay has none
 // (its writes and sweeps are the committer's), nor has anything in
-// configured-author mode. The wait is head-of-line on the claim's stream,
-// so events of one stream are never reordered.
+// configured-author mode. The wait runs on the object's lane of the
+// claim's stream (watch.Stream.Prepare): it holds back the object's own
+// later events, never another object's.
 func (a *Attribution) authorOf(ctx context.Context, c rules.Claim, ev watch.Event, obj *unstructured.Unstructured) branch.Author {
 	if a == nil || ev.Replay {
 		return branch.Author{}

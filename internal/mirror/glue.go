@@ -37,31 +37,37 @@ type streamGlue struct {
 	// present are the objects this replay forwarded; controller-owned and
 	// refused objects are left out, so a sweep removes them from Git.
 	present []manifest.ObjectID
+	// emitted is what the stream last wrote of each object.
+	emitted emittedContent
+}
+
+// seenCtx is the context a live change the stream has seen is prepared
+// and handed on under: the target's, not the stream's. It reaches the
+// worker even when the stream stops meanwhile (its WatchRule deleted in
+// the same command, while the change waited for its author): a stop ends
+// what the stream sees next, not what it saw. The target's context still
+// ends the wait at shutdown.
+func (g *streamGlue) seenCtx(ctx context.Context, ev watch.Event) context.Context {
+	if ev.Kind == watch.Delete || ev.Kind == watch.Upsert && !ev.Replay {
+		return g.target.ctx
+	}
+	return ctx
 }
 
 func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
-	if ev.Kind == watch.Delete || ev.Kind == watch.Upsert && !ev.Replay {
-		// A live change the stream has seen reaches the worker even when
-		// the stream stops meanwhile (its WatchRule deleted in the same
-		// command, while the change waited for its author): a stop ends
-		// what the stream sees next, not what it saw. The target's context
-		// still ends the wait at shutdown.
-		ctx = g.target.ctx
-	}
+	ctx = g.seenCtx(ctx, ev)
 	switch ev.Kind {
 	case watch.ReplayStart:
 		g.present = g.present[:0]
+		g.emitted.reset()
 		g.target.replayStarted(g.claim)
 	case watch.Upsert:
-		return g.upsert(ctx, ev)
-	case watch.Delete:
-		if !g.follows(ev.Type) {
-			return nil
+		if ev.Replay {
+			return g.replayed(ctx, ev)
 		}
-		id := g.objectID(ev.Object)
-		author := g.target.attribution.authorOf(ctx, g.claim, ev, ev.Object)
-		g.target.observer.Forwarded(g.target.Key, "delete", id)
-		return g.target.sink.Write(ctx, g.target.Key, author, branch.Write{ID: id, Sensitive: g.claim.Sensitive, Received: ev.Received})
+		return g.emit(ctx, ev.Prepared)
+	case watch.Delete:
+		return g.emit(ctx, ev.Prepared)
 	case watch.Synced:
 		return g.synced(ctx, ev.Present)
 	case watch.Resumed:
@@ -83,30 +89,38 @@ func (g *streamGlue) resumed(ctx context.Context) error {
 	return nil
 }
 
-func (g *streamGlue) upsert(ctx context.Context, ev watch.Event) error {
+// replayed forwards an object a replay reported, as the committer's.
+func (g *streamGlue) replayed(ctx context.Context, ev watch.Event) error {
+	id, content, ok := g.render(ev)
+	if !ok {
+		return nil
+	}
+	g.present = append(g.present, id)
+	return g.emit(ctx, &liveWrite{kind: "upsert", write: branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive,
+		Received: ev.Received, Replay: true}, digest: digestOf(content)})
+}
+
+// render is an upserted object's sanitized YAML, unless it is not written:
+// controller-owned, an operation the rule does not follow, one of the
+// operator's Secrets, or refused.
+func (g *streamGlue) render(ev watch.Event) (manifest.ObjectID, []byte, bool) {
 	obj := ev.Object
 	if discovery.IsControllerOwned(obj) || (!ev.Replay && !g.follows(ev.Type)) ||
 		g.target.isOperatorSecret(g.claim.GVR, obj.GetNamespace(), obj.GetName()) {
-		return nil
+		return manifest.ObjectID{}, nil, false
 	}
 	id := g.objectID(obj)
 	if g.claim.Sensitive && !g.target.sensitiveWritable() {
 		g.target.refuse(v1alpha3.ReasonEncryptionRequired, id)
-		return nil
+		return id, nil, false
 	}
 	content, err := sanitize.Marshal(sanitize.Sanitize(obj))
 	if err != nil {
 		g.target.refuse(v1alpha3.ReasonMarshalFailed, id)
 		g.target.log.Error(err, "cannot render an object as YAML; it is not written", "object", id.String())
-		return nil
+		return id, nil, false
 	}
-	if ev.Replay {
-		g.present = append(g.present, id)
-	}
-	author := g.target.attribution.authorOf(ctx, g.claim, ev, obj)
-	g.target.observer.Forwarded(g.target.Key, "upsert", id)
-	return g.target.sink.Write(ctx, g.target.Key, author,
-		branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received, Replay: ev.Replay})
+	return id, content, true
 }
 
 // synced hands the replay's sweep to the worker. A sensitive type that

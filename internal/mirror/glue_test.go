@@ -35,7 +35,9 @@ func TestADeleteTheStreamSawOutlivesTheStreamsStop(t *testing.T) {
 		stopStream()
 		close(stopped)
 	}()
-	require.NoError(t, glue.handle(streamCtx, watch.Event{Kind: watch.Delete, Type: apiwatch.Deleted, Object: gone}))
+	ev := watch.Event{Kind: watch.Delete, Type: apiwatch.Deleted, Object: gone}
+	ev.Prepared = glue.prepare(streamCtx, ev) // the wait for the author
+	require.NoError(t, glue.handle(streamCtx, ev))
 	require.Len(t, sink.writes, 1, "the deletion reached the worker")
 	require.Equal(t, "gone", sink.writes[0].ID.Name)
 	require.Equal(t, "alice", sink.authors[0].Name, "named by the fact that came after the stop")
@@ -72,7 +74,9 @@ func (s *recordingSink) Sync(context.Context, branch.TargetKey, *branch.Sweep, b
 	return nil
 }
 
-func (s *recordingSink) WhenSettled(_ context.Context, _ branch.TargetKey, fn func()) error {
-	fn()
+func (s *recordingSink) WhenSettled(_ context.Context, _ branch.TargetKey, fn func(head string)) error {
+	fn("")
 	return nil
 }
+
+func (s *recordingSink) HoldsCommit(context.Context, string) (bool, error) { return true, nil }

@@ -200,6 +200,7 @@ func (t *Target) startLocked(key claimKey, c rules.Claim) {
 		Client:   t.client,
 		Scope:    watch.Scope{GVR: c.GVR, Namespace: c.Namespace},
 		Handler:  glue.handle,
+		Prepare:  glue.prepare,
 		Observer: t.observer.StreamObserver(),
 		Clock:    t.clock,
 		Log:      t.log,

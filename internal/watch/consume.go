@@ -32,6 +32,8 @@ func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVers
 		select {
 		case <-ctx.Done():
 			return resourceVersion, nil
+		case <-s.lanesFailed():
+			return resourceVersion, s.lanes.failure()
 		case ev, open = <-w.ResultChan():
 		}
 		if !open {
@@ -63,6 +65,7 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 	switch typ {
 	case apiwatch.Bookmark:
 		if replay == nil {
+			s.endCatchUp(obj.GetResourceVersion())
 			s.advance(obj.GetResourceVersion())
 			return nil, nil
 		}
@@ -78,31 +81,59 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 		if replay != nil && typ == apiwatch.Added {
 			replay.present = append(replay.present, ObjectKey{obj.GetNamespace(), obj.GetName()})
 		}
-		err := s.handle(ctx, Event{Kind: Upsert, Type: typ, Scope: s.Scope, Object: obj, Replay: replay != nil, Received: now})
-		s.advanceLive(replay, obj, err)
-		return replay, err
+		return replay, s.object(ctx, replay, Event{Kind: Upsert, Type: typ, Scope: s.Scope, Object: obj, Replay: replay != nil, Received: now})
 	case apiwatch.Deleted:
-		err := s.handle(ctx, Event{Kind: Delete, Type: typ, Scope: s.Scope, Object: obj, Received: now})
-		s.advanceLive(replay, obj, err)
-		return replay, err
+		return replay, s.object(ctx, replay, Event{Kind: Delete, Type: typ, Scope: s.Scope, Object: obj, Received: now})
 	}
 	return replay, nil
 }
 
-// advanceLive moves the cursor past a handled live event. A replay's
-// objects come in no order of resourceVersion, so only its end bookmark
-// is a point to resume from.
-func (s *Stream) advanceLive(replay *replayState, obj *unstructured.Unstructured, err error) {
-	if replay == nil && err == nil {
-		s.advance(obj.GetResourceVersion())
+// object hands on an Upsert or Delete. A live one older than where its
+// object stood when the stream resumed is dropped. The others go to their
+// object's lane when the stream has Prepare, and the cursor moves past a
+// live one once it is handled; a replay's objects come in no order of
+// resourceVersion, so only its end bookmark is a point to resume from.
+func (s *Stream) object(ctx context.Context, replay *replayState, ev Event) error {
+	if replay == nil && s.judge(ev.Type, ev.Object) {
+		s.advance(ev.Object.GetResourceVersion()) // superseded: Git is past it
+		return nil
 	}
+	if replay == nil && s.lanes != nil {
+		s.resuming = false // the API server answered from the cursor
+		return s.lanes.submit(ctx, ev)
+	}
+	err := s.deliver(ctx, ev)
+	if replay == nil && err == nil {
+		s.advance(ev.Object.GetResourceVersion())
+	}
+	return err
 }
 
 // synced ends a replay. The phase is Running before the handler hears of
 // it, so a status read prompted by the Synced event sees the stream live.
 func (s *Stream) synced(ctx context.Context, replay *replayState) error {
 	s.setPhase(PhaseRunning)
-	return s.handle(ctx, Event{Kind: Synced, Scope: s.Scope, Present: replay.present, Received: s.Clock.Now()})
+	return s.deliver(ctx, Event{Kind: Synced, Scope: s.Scope, Present: replay.present, Received: s.Clock.Now()})
+}
+
+// deliver hands ev to the handler from the stream's goroutine, after
+// every live event read before it.
+func (s *Stream) deliver(ctx context.Context, ev Event) error {
+	if s.lanes != nil {
+		if err := s.lanes.drain(); err != nil {
+			return err
+		}
+	}
+	return s.handle(ctx, ev)
+}
+
+// lanesFailed closes when a lane's handler failed; nil (never) without
+// lanes.
+func (s *Stream) lanesFailed() <-chan struct{} {
+	if s.lanes == nil {
+		return nil
+	}
+	return s.lanes.failed
 }
 
 func (s *Stream) handle(ctx context.Context, ev Event) error {
@@ -147,7 +178,7 @@ func (s *Stream) listThenFollow(ctx context.Context) (string, error) {
 		for i := range list.Items {
 			obj := &list.Items[i]
 			replay.present = append(replay.present, ObjectKey{obj.GetNamespace(), obj.GetName()})
-			if err := s.handle(ctx, Event{Kind: Upsert, Type: apiwatch.Added, Scope: s.Scope, Object: obj, Replay: true, Received: s.Clock.Now()}); err != nil {
+			if err := s.deliver(ctx, Event{Kind: Upsert, Type: apiwatch.Added, Scope: s.Scope, Object: obj, Replay: true, Received: s.Clock.Now()}); err != nil {
 				return "", err
 			}
 		}

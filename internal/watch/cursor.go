@@ -16,8 +16,9 @@ type Cursor interface {
 	// stored, or expired).
 	Load(ctx context.Context) (string, error)
 	// Advance says every event up to resourceVersion has been handed to the
-	// handler. It is called on the stream's goroutine and must not block:
-	// storing is the cursor's business, off the stream's path.
+	// handler. It is called one call at a time, from the stream's goroutine
+	// or, with Prepare, from the lane that finished an event; it must not
+	// block: storing is the cursor's business, off the stream's path.
 	Advance(resourceVersion string)
 }
 
@@ -83,7 +84,7 @@ func (s *Stream) start(ctx context.Context) string {
 	case rv == "":
 		s.Observer.ColdReplay(s.Scope, ColdNoCursor)
 	default:
-		s.resuming = true
+		s.resuming, s.catchingUp = true, true
 	}
 	return rv
 }
@@ -92,7 +93,11 @@ func (s *Stream) start(ctx context.Context) string {
 // bookmark; a resumed watch that got this far is no longer in doubt.
 func (s *Stream) advance(resourceVersion string) {
 	s.resuming = false
-	if s.Cursor != nil && resourceVersion != "" {
+	switch {
+	case s.Cursor == nil || resourceVersion == "":
+	case s.lanes != nil:
+		s.lanes.mark(resourceVersion) // after the live events before it
+	default:
 		s.Cursor.Advance(resourceVersion)
 	}
 }

@@ -78,3 +78,42 @@ func TestARealAPIServerResumesFromACursorAndReplaysOnceItIsCompactedAway(t *test
 }
 
 func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// TestAResumedWatchHandsOnNothingOlderThanWhereItsObjectsStand: the stored
+// cursor lags, so the resumed watch re-delivers a's two changes, c's
+// create and delete, d's create and b's delete. Only what each object is
+// now is handed on: a's last change, d, and c's and b's removals; a's
+// first change and c's create are older than that and never reach Git
+// again. A live change after the catch-up is handed on as usual.
+func TestAResumedWatchHandsOnNothingOlderThanWhereItsObjectsStand(t *testing.T) {
+	createNamespace(t, "catchup", "a", "b")
+	cursorAtB := resourceVersionOf(t, "catchup", "b")
+	ctx := context.Background()
+	setKey(t, "catchup", "a", "a1")
+	setKey(t, "catchup", "a", "a2")
+	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "catchup", Name: "c"}}
+	require.NoError(t, kube.Client().Create(ctx, c))
+	require.NoError(t, kube.Client().Delete(ctx, c))
+	require.NoError(t, kube.Client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "catchup", Name: "d"}}))
+	require.NoError(t, kube.Client().Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "catchup", Name: "b"}}))
+
+	events := startStreamFrom(t, "catchup", &cursor{stored: cursorAtB}, nil)
+	require.Equal(t, watch.Resumed, next(t, events).Kind)
+	var got []string
+	for range 4 {
+		got = append(got, describe(next(t, events)))
+	}
+	setKey(t, "catchup", "a", "a3")
+	got = append(got, describe(next(t, events)))
+	require.Equal(t, []string{"upsert a a2", "delete c", "upsert d", "delete b", "upsert a a3"}, got)
+}
+
+// describe names an object event and the value under "key", if any.
+func describe(ev watch.Event) string {
+	kind := map[watch.EventKind]string{watch.Upsert: "upsert", watch.Delete: "delete"}[ev.Kind]
+	out := kind + " " + ev.Object.GetName()
+	if data, ok := ev.Object.Object["data"].(map[string]any); ok && ev.Kind == watch.Upsert && data["key"] != nil {
+		out += " " + data["key"].(string)
+	}
+	return out
+}

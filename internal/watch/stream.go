@@ -62,7 +62,9 @@ const (
 	// anything else of this scope that Git still holds no longer exists.
 	Synced
 	// Resumed: the stream started from its cursor instead of a replay; Git
-	// already holds everything up to it. Should the API server refuse the
+	// already holds everything up to it. The re-delivered events that
+	// follow are only those no older than where their object stood when
+	// the stream resumed (see catchUp). Should the API server refuse the
 	// cursor, a ReplayStart follows.
 	Resumed
 )
@@ -84,6 +86,8 @@ type Event struct {
 	Present []ObjectKey
 	// Received is when the stream read the event.
 	Received time.Time
+	// Prepared is what Stream.Prepare returned for a live Upsert or Delete.
+	Prepared any
 }
 
 // Handler consumes a stream's events in order. It may block (back-pressure
@@ -130,12 +134,28 @@ type Stream struct {
 	// Cursor, when set, is where the stream starts (a normal watch from the
 	// stored resourceVersion, announced by Resumed) and is kept current.
 	Cursor Cursor
+	// Prepare, when set, is the part of handling a live Upsert or Delete
+	// that may wait (attribution's grace for an author). The stream runs it
+	// off its own goroutine, per object: one object's events are prepared
+	// and handed to Handler (with Event.Prepared set to what Prepare
+	// returned) in watch order, while other objects' go on beside them, so
+	// one object's wait never holds back another's. Handler is still
+	// called one event at a time, and every other event (a replay, Synced,
+	// Resumed) is handled only after the live events read before it.
+	Prepare func(ctx context.Context, ev Event) any
 
 	phase     atomic.Int32
 	forbidden atomic.Pointer[Forbidden]
 	// resuming: the watch runs from the cursor and has not yet shown the
 	// API server still has it (stream goroutine only).
 	resuming bool
+	// lanes run Prepare; nil without it.
+	lanes *lanes
+	// catchingUp: the stream resumed from its cursor and has yet to list
+	// where its objects stand; catchUp judges the re-delivered events
+	// until the watch passes that list (stream goroutine only).
+	catchingUp bool
+	catchUp    *catchUp
 }
 
 // Forbidden is the source's RBAC refusing a stream's list or watch. Unlike
@@ -182,10 +202,14 @@ func (s *Stream) Forbidden() *Forbidden { return s.forbidden.Load() }
 // start a fresh replay; connect failures back off.
 func (s *Stream) Run(ctx context.Context) error {
 	s.defaults()
+	if s.Prepare != nil {
+		s.lanes = newLanes(s)
+		defer s.lanes.wait() // nothing of a stopped stream runs on
+	}
 	backoff := s.connectBackoff()
 	resourceVersion := s.start(ctx)
 	if resourceVersion != "" {
-		if err := s.handle(ctx, Event{Kind: Resumed, Scope: s.Scope, Received: s.Clock.Now()}); err != nil {
+		if err := s.deliver(ctx, Event{Kind: Resumed, Scope: s.Scope, Received: s.Clock.Now()}); err != nil {
 			return ifRunning(ctx, err)
 		}
 		s.Observer.Resumed(s.Scope)
@@ -278,7 +302,8 @@ func (s *Stream) resource() dynamic.ResourceInterface {
 // replay opens a watch with sendInitialEvents and follows it; where the API
 // server refuses the streaming list it falls back to LIST then WATCH.
 func (s *Stream) replay(ctx context.Context) (string, error) {
-	if err := s.handle(ctx, Event{Kind: ReplayStart, Scope: s.Scope, Received: s.Clock.Now()}); err != nil {
+	s.catchingUp, s.catchUp = false, nil // a replay reports current state only
+	if err := s.deliver(ctx, Event{Kind: ReplayStart, Scope: s.Scope, Received: s.Clock.Now()}); err != nil {
 		return "", err
 	}
 	sendInitial := true
@@ -307,6 +332,13 @@ func (s *Stream) follow(ctx context.Context, resourceVersion string, replay *rep
 			return "", errReplay
 		}
 		return resourceVersion, fmt.Errorf("resuming the watch on %s from %s: %w", s.Scope, resourceVersion, err)
+	}
+	if s.catchingUp {
+		if s.catchUp, err = s.listCatchUp(ctx); err != nil {
+			w.Stop()
+			return resourceVersion, err
+		}
+		s.catchingUp = false
 	}
 	if replay == nil {
 		s.setPhase(PhaseRunning) // resumed: live again, without a replay

@@ -27,7 +27,7 @@ const auditInitialBackoff = 2 * time.Second
 var attributionNamespaces = []string{"attr-authors", "attr-two-actors", "attr-finalizer", "attr-collection",
 	"attr-custom", "attr-noop-apply", "attr-refused", "attr-history", "attr-webhook-down", "attr-concurrency",
 	"attr-late-fact", "attr-restart", "attr-late-delete", "attr-down-delete", "attr-redis-outage", "attr-retried", "attr-reordered",
-	"attr-own-credentials", "attr-replay", "attr-route", "attr-rule-deleted", "cr-alice", "cr-mismatch", "cr-delay", "cr-conflict"}
+	"attr-own-credentials", "attr-replay", "attr-route", "attr-rule-deleted", "attr-status", "cr-alice", "cr-mismatch", "cr-delay", "cr-conflict"}
 
 // auditSetup is the suite's audit webhook: the ingress address the API
 // server posts to, and the files an attributing operator serves it with.

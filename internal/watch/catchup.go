@@ -1,0 +1,109 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+)
+
+// catchUp judges the events a watch resumed from a stored cursor
+// re-delivers. The cursor lags Git (it is stored a while after what it
+// names is committed), so the watch first replays history Git may already
+// be past: handed on, an object's older states would be committed again,
+// and deleted objects re-created, until the catch-up's end restored them.
+// A list taken when the stream resumes says where each object stands; an
+// event older than that is superseded and dropped, so only each object's
+// state at the list, or its removal, is handed on, never one older than
+// Git.
+type catchUp struct {
+	// upTo is the list's resourceVersion: events after it are live.
+	upTo uint64
+	// versions are the listed objects' resourceVersions.
+	versions map[ObjectKey]uint64
+	// dropped counts the superseded events, for the log.
+	dropped int
+}
+
+// listCatchUp lists the scope for a resumed watch's catch-up. It returns
+// nil when resourceVersions are not numbers (an aggregated API may use
+// others): the events are then handed on as they come.
+func (s *Stream) listCatchUp(ctx context.Context) (*catchUp, error) {
+	c := &catchUp{versions: map[ObjectKey]uint64{}}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := s.resource().List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s to catch up from its cursor: %w", s.Scope, err)
+		}
+		for i := range list.Items {
+			rv, ok := parseVersion(list.Items[i].GetResourceVersion())
+			if !ok {
+				return nil, nil
+			}
+			c.versions[ObjectKey{list.Items[i].GetNamespace(), list.Items[i].GetName()}] = rv
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue != "" {
+			continue
+		}
+		upTo, ok := parseVersion(list.GetResourceVersion())
+		if !ok {
+			return nil, nil
+		}
+		c.upTo = upTo
+		return c, nil
+	}
+}
+
+// superseded reports whether a re-delivered event is older than its
+// object's state at the list: an earlier version of a listed object, or
+// anything but the removal of an object the list no longer has.
+func (c *catchUp) superseded(typ apiwatch.EventType, obj *unstructured.Unstructured) bool {
+	rv, ok := parseVersion(obj.GetResourceVersion())
+	if !ok || rv > c.upTo {
+		return false
+	}
+	listed, present := c.versions[ObjectKey{obj.GetNamespace(), obj.GetName()}]
+	if (!present && typ != apiwatch.Deleted) || (present && rv < listed) {
+		c.dropped++
+		return true
+	}
+	return false
+}
+
+// judge reports whether a live event is a superseded re-delivery, and ends
+// the catch-up once the watch has passed the list.
+func (s *Stream) judge(typ apiwatch.EventType, obj *unstructured.Unstructured) bool {
+	if s.catchUp == nil {
+		return false
+	}
+	if s.catchUp.superseded(typ, obj) {
+		return true
+	}
+	s.endCatchUp(obj.GetResourceVersion())
+	return false
+}
+
+// endCatchUp forgets the list once the watch is at or past it.
+func (s *Stream) endCatchUp(resourceVersion string) {
+	if s.catchUp == nil || !s.catchUp.over(resourceVersion) {
+		return
+	}
+	s.Log.V(1).Info("caught up from the resume cursor", "scope", s.Scope.String(), "superseded", s.catchUp.dropped)
+	s.catchUp = nil
+}
+
+// over reports whether the watch has passed the list: nothing it sends
+// from here on is re-delivered.
+func (c *catchUp) over(resourceVersion string) bool {
+	rv, ok := parseVersion(resourceVersion)
+	return ok && rv >= c.upTo
+}
+
+func parseVersion(rv string) (uint64, bool) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	return n, err == nil
+}
