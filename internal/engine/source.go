@@ -10,6 +10,7 @@ import (
 	k8sdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
@@ -31,6 +32,7 @@ type Source struct {
 	// Local is the operator's own cluster, where CRD changes are watched.
 	Local       bool
 	Dynamic     dynamic.Interface
+	Metadata    metadata.Interface
 	Kube        kubernetes.Interface
 	Catalog     *discovery.Catalog
 	fingerprint string
@@ -114,13 +116,18 @@ func newSource(name string, sc SourceConfig, policy discovery.Policy) (*Source, 
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client of source %s: %w", name, err)
 	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the metadata client of source %s: %w", name, err)
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the client of source %s: %w", name, err)
 	}
 	return &Source{
-		Name: name, AuditRoute: sc.AuditRoute, Local: sc.Local, Dynamic: dyn, Kube: kube, fingerprint: sc.Fingerprint,
-		Catalog: &discovery.Catalog{Discovery: kube.Discovery(), Policy: policy},
+		Name: name, AuditRoute: sc.AuditRoute, Local: sc.Local, Dynamic: dyn, Metadata: meta, Kube: kube,
+		fingerprint: sc.Fingerprint,
+		Catalog:     &discovery.Catalog{Discovery: kube.Discovery(), Policy: policy},
 	}, nil
 }
 

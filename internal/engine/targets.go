@@ -114,7 +114,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		}
 		entry = &targetEntry{spec: spec, worker: worker, source: src, refused: refusalSet{}}
 		entry.mirror = mirror.NewTarget(runCtx, mirror.TargetOptions{
-			Key: spec.Key, Client: src.Dynamic, Sink: sinkFor(worker, spec.Suspended), Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
+			Key: spec.Key, Client: src.Dynamic, Metadata: src.Metadata, Sink: sinkFor(worker, spec.Suspended), Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
 			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()), Attribution: e.opts.Attribution.forSource(src),
 			Cursors: e.cursorsFor(spec, old == nil, resync),
 		})

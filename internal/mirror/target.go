@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
@@ -46,6 +47,7 @@ type Target struct {
 	// ctx bounds every stream: the manager's lifetime, not a reconcile's.
 	ctx      context.Context
 	client   dynamic.Interface
+	metadata metadata.Interface
 	sink     Sink
 	observer Observer
 	log      logr.Logger
@@ -82,8 +84,11 @@ type running struct {
 
 // TargetOptions builds a Target.
 type TargetOptions struct {
-	Key      branch.TargetKey
-	Client   dynamic.Interface
+	Key    branch.TargetKey
+	Client dynamic.Interface
+	// Metadata lists names and resourceVersions for a resume's catch-up;
+	// nil lists through Client.
+	Metadata metadata.Interface
 	Sink     Sink
 	Observer Observer
 	Log      logr.Logger
@@ -105,7 +110,7 @@ func NewTarget(ctx context.Context, o TargetOptions) *Target {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
-	t := &Target{Key: o.Key, ctx: ctx, client: o.Client, sink: o.Sink, observer: o.Observer, log: o.Log, clock: o.Clock,
+	t := &Target{Key: o.Key, ctx: ctx, client: o.Client, metadata: o.Metadata, sink: o.Sink, observer: o.Observer, log: o.Log, clock: o.Clock,
 		attribution: o.Attribution, streams: map[claimKey]*running{}, stopKeeper: func() {}}
 	if o.Cursors != nil && o.Cursors.Store != nil {
 		t.cursors = newCursorKeeper(*o.Cursors, o.Key, o.Sink, o.Clock, o.Log)
@@ -198,6 +203,7 @@ func (t *Target) startLocked(key claimKey, c rules.Claim) {
 	glue := &streamGlue{target: t, claim: c}
 	stream := &watch.Stream{
 		Client:   t.client,
+		Metadata: t.metadata,
 		Scope:    watch.Scope{GVR: c.GVR, Namespace: c.Namespace},
 		Handler:  glue.handle,
 		Prepare:  glue.prepare,

@@ -28,33 +28,63 @@ type catchUp struct {
 	dropped int
 }
 
-// listCatchUp lists the scope for a resumed watch's catch-up. It returns
-// nil when resourceVersions are not numbers (an aggregated API may use
+// listCatchUp lists the scope for a resumed watch's catch-up: only the
+// objects' metadata when the stream has a metadata client (a resume then
+// reads a few hundred bytes an object, not the objects). It returns nil
+// when resourceVersions are not numbers (an aggregated API may use
 // others): the events are then handed on as they come.
 func (s *Stream) listCatchUp(ctx context.Context) (*catchUp, error) {
 	c := &catchUp{versions: map[ObjectKey]uint64{}}
+	numeric := true
+	listRV, err := s.listVersions(ctx, func(namespace, name, resourceVersion string) {
+		rv, ok := parseVersion(resourceVersion)
+		numeric = numeric && ok
+		c.versions[ObjectKey{namespace, name}] = rv
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s to catch up from its cursor: %w", s.Scope, err)
+	}
+	upTo, ok := parseVersion(listRV)
+	if !numeric || !ok {
+		return nil, nil
+	}
+	c.upTo = upTo
+	return c, nil
+}
+
+// listVersions pages through the scope, calling each with every object's
+// namespace, name and resourceVersion, and returns the list's
+// resourceVersion.
+func (s *Stream) listVersions(ctx context.Context, each func(namespace, name, resourceVersion string)) (string, error) {
 	opts := metav1.ListOptions{Limit: 500}
 	for {
-		list, err := s.resource().List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing %s to catch up from its cursor: %w", s.Scope, err)
-		}
-		for i := range list.Items {
-			rv, ok := parseVersion(list.Items[i].GetResourceVersion())
-			if !ok {
-				return nil, nil
+		var items []metav1.Object
+		var meta metav1.ListInterface
+		if s.Metadata != nil {
+			list, err := s.metadataResource().List(ctx, opts)
+			if err != nil {
+				return "", err
 			}
-			c.versions[ObjectKey{list.Items[i].GetNamespace(), list.Items[i].GetName()}] = rv
+			for i := range list.Items {
+				items = append(items, &list.Items[i])
+			}
+			meta = list
+		} else {
+			list, err := s.resource().List(ctx, opts)
+			if err != nil {
+				return "", err
+			}
+			for i := range list.Items {
+				items = append(items, &list.Items[i])
+			}
+			meta = list
 		}
-		if opts.Continue = list.GetContinue(); opts.Continue != "" {
-			continue
+		for _, o := range items {
+			each(o.GetNamespace(), o.GetName(), o.GetResourceVersion())
 		}
-		upTo, ok := parseVersion(list.GetResourceVersion())
-		if !ok {
-			return nil, nil
+		if opts.Continue = meta.GetContinue(); opts.Continue == "" {
+			return meta.GetResourceVersion(), nil
 		}
-		c.upTo = upTo
-		return c, nil
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/configbutler/gitops-reverser/internal/watch"
@@ -17,11 +18,18 @@ import (
 // startStreamFrom runs a stream on ns that starts from cur.
 func startStreamFrom(t *testing.T, ns string, cur watch.Cursor, obs watch.Observer) <-chan watch.Event {
 	t.Helper()
+	return startStreamWith(t, ns, cur, obs, nil)
+}
+
+// startStreamWith is startStreamFrom with a metadata client for the
+// catch-up's list (nil: the list reads the objects).
+func startStreamWith(t *testing.T, ns string, cur watch.Cursor, obs watch.Observer, meta metadata.Interface) <-chan watch.Event {
+	t.Helper()
 	client, err := dynamic.NewForConfig(kube.Config())
 	require.NoError(t, err)
 	events := make(chan watch.Event, 100)
 	ctx, cancel := context.WithCancel(context.Background())
-	stream := &watch.Stream{Client: client, Scope: watch.Scope{GVR: configMaps, Namespace: ns}, Log: testr.New(t),
+	stream := &watch.Stream{Client: client, Metadata: meta, Scope: watch.Scope{GVR: configMaps, Namespace: ns}, Log: testr.New(t),
 		Cursor: cur, Observer: obs, Handler: func(ctx context.Context, ev watch.Event) error { events <- ev; return nil }}
 	done := make(chan error, 1)
 	go func() { done <- stream.Run(ctx) }()
@@ -85,27 +93,35 @@ func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace
 // now is handed on: a's last change, d, and c's and b's removals; a's
 // first change and c's create are older than that and never reach Git
 // again. A live change after the catch-up is handed on as usual.
+// The catch-up's list reads the objects, or only their metadata where the
+// stream has a metadata client (the operator's case): the same events.
 func TestAResumedWatchHandsOnNothingOlderThanWhereItsObjectsStand(t *testing.T) {
-	createNamespace(t, "catchup", "a", "b")
-	cursorAtB := resourceVersionOf(t, "catchup", "b")
-	ctx := context.Background()
-	setKey(t, "catchup", "a", "a1")
-	setKey(t, "catchup", "a", "a2")
-	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "catchup", Name: "c"}}
-	require.NoError(t, kube.Client().Create(ctx, c))
-	require.NoError(t, kube.Client().Delete(ctx, c))
-	require.NoError(t, kube.Client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "catchup", Name: "d"}}))
-	require.NoError(t, kube.Client().Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "catchup", Name: "b"}}))
+	meta, err := metadata.NewForConfig(kube.Config())
+	require.NoError(t, err)
+	for ns, client := range map[string]metadata.Interface{"catchup": nil, "catchup-meta": meta} {
+		t.Run(ns, func(t *testing.T) {
+			createNamespace(t, ns, "a", "b")
+			cursorAtB := resourceVersionOf(t, ns, "b")
+			ctx := context.Background()
+			setKey(t, ns, "a", "a1")
+			setKey(t, ns, "a", "a2")
+			c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+			require.NoError(t, kube.Client().Create(ctx, c))
+			require.NoError(t, kube.Client().Delete(ctx, c))
+			require.NoError(t, kube.Client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
+			require.NoError(t, kube.Client().Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}}))
 
-	events := startStreamFrom(t, "catchup", &cursor{stored: cursorAtB}, nil)
-	require.Equal(t, watch.Resumed, next(t, events).Kind)
-	var got []string
-	for range 4 {
-		got = append(got, describe(next(t, events)))
+			events := startStreamWith(t, ns, &cursor{stored: cursorAtB}, nil, client)
+			require.Equal(t, watch.Resumed, next(t, events).Kind)
+			var got []string
+			for range 4 {
+				got = append(got, describe(next(t, events)))
+			}
+			setKey(t, ns, "a", "a3")
+			got = append(got, describe(next(t, events)))
+			require.Equal(t, []string{"upsert a a2", "delete c", "upsert d", "delete b", "upsert a a3"}, got)
+		})
 	}
-	setKey(t, "catchup", "a", "a3")
-	got = append(got, describe(next(t, events)))
-	require.Equal(t, []string{"upsert a a2", "delete c", "upsert d", "delete b", "upsert a a3"}, got)
 }
 
 // describe names an object event and the value under "key", if any.

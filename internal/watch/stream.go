@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
 
 	"github.com/configbutler/gitops-reverser/internal/retry"
@@ -111,7 +112,10 @@ const (
 
 // Stream follows one Scope on one source cluster.
 type Stream struct {
-	Client   dynamic.Interface
+	Client dynamic.Interface
+	// Metadata, when set, lists what a resume's catch-up needs (names and
+	// resourceVersions) without the objects; nil lists them through Client.
+	Metadata metadata.Interface
 	Scope    Scope
 	Handler  Handler
 	Observer Observer
@@ -290,6 +294,13 @@ func (s *Stream) defaults() {
 	if s.MaxBackoff == 0 {
 		s.MaxBackoff = 30 * time.Second
 	}
+}
+
+func (s *Stream) metadataResource() metadata.ResourceInterface {
+	if s.Scope.Namespace == "" {
+		return s.Metadata.Resource(s.Scope.GVR)
+	}
+	return s.Metadata.Resource(s.Scope.GVR).Namespace(s.Scope.Namespace)
 }
 
 func (s *Stream) resource() dynamic.ResourceInterface {
