@@ -213,24 +213,25 @@ func runWithCursor(t *testing.T, sc *script, cur *cursor, obs watch.Observer, wa
 	return runStream(t, client, cur, obs, want)
 }
 
+// The event after the bookmark is the sentinel: the stream is stopped once
+// it is handled, and the bookmark before it has moved the cursor by then.
 func TestAStoredCursorResumesAWatchWithoutAReplay(t *testing.T) {
 	sc := &script{watches: [][]apiwatch.Event{
-		{{Type: apiwatch.Modified, Object: object("a", "12")}, {Type: apiwatch.Bookmark, Object: object("", "15")}},
+		{{Type: apiwatch.Modified, Object: object("a", "12")}, {Type: apiwatch.Bookmark, Object: object("", "15")},
+			{Type: apiwatch.Modified, Object: object("b", "16")}},
 	}}
 	cur, obs := &cursor{stored: "10"}, &counter{}
-	got := runWithCursor(t, sc, cur, obs, 2)
-	require.Equal(t, []watch.EventKind{watch.Resumed, watch.Upsert}, kinds(got))
+	got := runWithCursor(t, sc, cur, obs, 3)
+	require.Equal(t, []watch.EventKind{watch.Resumed, watch.Upsert, watch.Upsert}, kinds(got))
 	require.False(t, got[1].Replay)
 	require.Equal(t, "10", sc.opts[0].ResourceVersion, "opened from the cursor")
 	require.Nil(t, sc.opts[0].SendInitialEvents)
 	require.Equal(t, 1, obs.resumes)
 	require.Zero(t, obs.replays)
-	require.Eventually(t, func() bool {
-		cur.mu.Lock()
-		defer cur.mu.Unlock()
-		return len(cur.advanced) == 2
-	}, 10*time.Second, time.Millisecond, "the live event and the bookmark move the cursor")
-	require.Equal(t, []string{"12", "15"}, cur.advanced)
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	require.GreaterOrEqual(t, len(cur.advanced), 2)
+	require.Equal(t, []string{"12", "15"}, cur.advanced[:2], "the live event and the bookmark move the cursor")
 }
 
 func TestACursorTheAPIServerNoLongerHasReplaysAndSaysWhy(t *testing.T) {
