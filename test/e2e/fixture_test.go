@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,29 +53,15 @@ func metricSum(t *testing.T, name string) float64 {
 // metricSumWhere is metricSum over the series whose labels include want.
 func metricSumWhere(t *testing.T, name string, want map[string]string) float64 {
 	t.Helper()
-	families, err := lastRegistry.Gather()
-	require.NoError(t, err)
 	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if !includes(labels, want) {
-				continue
-			}
-			switch {
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				sum += m.GetGauge().GetValue()
-			case m.GetHistogram() != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			}
+	for _, m := range seriesWhere(t, name, want) {
+		switch {
+		case m.GetCounter() != nil:
+			sum += m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			sum += m.GetGauge().GetValue()
+		case m.GetHistogram() != nil:
+			sum += float64(m.GetHistogram().GetSampleCount())
 		}
 	}
 	return sum
@@ -84,8 +71,16 @@ func metricSumWhere(t *testing.T, name string, want map[string]string) float64 {
 // family name whose labels include want, whatever its value.
 func seriesExists(t *testing.T, name string, want map[string]string) bool {
 	t.Helper()
+	return len(seriesWhere(t, name, want)) > 0
+}
+
+// seriesWhere are the last run's series of the metric family name whose
+// labels include want.
+func seriesWhere(t *testing.T, name string, want map[string]string) []*dto.Metric {
+	t.Helper()
 	families, err := lastRegistry.Gather()
 	require.NoError(t, err)
+	var out []*dto.Metric
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
@@ -96,11 +91,11 @@ func seriesExists(t *testing.T, name string, want map[string]string) bool {
 				labels[l.GetName()] = l.GetValue()
 			}
 			if includes(labels, want) {
-				return true
+				out = append(out, m)
 			}
 		}
 	}
-	return false
+	return out
 }
 
 func includes(labels, want map[string]string) bool {
