@@ -254,7 +254,15 @@ func commitCount(t *testing.T, repo string) int {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	require.Eventually(t, cond, 30*time.Second, 100*time.Millisecond, what)
+	eventuallyWithin(t, 30*time.Second, what, cond)
+}
+
+// eventuallyWithin is eventually with a patience of its own, for a step a
+// freshly started operator reaches only after reconciling every GitTarget
+// the suite has left in the cluster.
+func eventuallyWithin(t *testing.T, patience time.Duration, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, patience, 100*time.Millisecond, what)
 }
 
 // waitReady waits for a GitTarget to report Ready=True.

@@ -202,7 +202,7 @@ func TestStatusFollowsTheReplayAfterARestart(t *testing.T) {
 		hourlyResync(o)
 		o.Config = lagging.config()
 	})
-	eventually(t, "this run reported the replay, unseen by its cache", func() bool {
+	eventuallyWithin(t, 2*time.Minute, "this run reported the replay, unseen by its cache", func() bool {
 		gt := getTarget(t, m)
 		streams := meta.FindStatusCondition(gt.Status.Conditions, v1alpha3.ConditionStreamsRunning)
 		return gt.ResourceVersion != before && streams != nil && streams.Reason == v1alpha3.ReasonInitialReplay
