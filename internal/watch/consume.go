@@ -65,6 +65,9 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 	switch typ {
 	case apiwatch.Bookmark:
 		if replay == nil {
+			// A bookmark before any event: nothing up to it was
+			// re-delivered, so there is nothing to catch up.
+			s.catchingUp = false
 			s.endCatchUp(obj.GetResourceVersion())
 			s.advance(obj.GetResourceVersion())
 			return nil, nil
@@ -94,6 +97,14 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 // live one once it is handled; a replay's objects come in no order of
 // resourceVersion, so only its end bookmark is a point to resume from.
 func (s *Stream) object(ctx context.Context, replay *replayState, ev Event) error {
+	if replay == nil && s.catchingUp {
+		// The first event of a resumed watch: where do its objects stand?
+		var err error
+		if s.catchUp, err = s.listCatchUp(ctx); err != nil {
+			return err
+		}
+		s.catchingUp = false
+	}
 	if replay == nil && s.judge(ev.Type, ev.Object) {
 		s.advance(ev.Object.GetResourceVersion()) // superseded: Git is past it
 		return nil

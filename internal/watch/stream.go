@@ -156,8 +156,10 @@ type Stream struct {
 	// lanes run Prepare; nil without it.
 	lanes *lanes
 	// catchingUp: the stream resumed from its cursor and has yet to list
-	// where its objects stand; catchUp judges the re-delivered events
-	// until the watch passes that list (stream goroutine only).
+	// where its objects stand, which it does at the first event the watch
+	// sends (a restart with nothing changed lists nothing); catchUp judges
+	// the re-delivered events until the watch passes that list (stream
+	// goroutine only).
 	catchingUp bool
 	catchUp    *catchUp
 }
@@ -343,13 +345,6 @@ func (s *Stream) follow(ctx context.Context, resourceVersion string, replay *rep
 			return "", errReplay
 		}
 		return resourceVersion, fmt.Errorf("resuming the watch on %s from %s: %w", s.Scope, resourceVersion, err)
-	}
-	if s.catchingUp {
-		if s.catchUp, err = s.listCatchUp(ctx); err != nil {
-			w.Stop()
-			return resourceVersion, err
-		}
-		s.catchingUp = false
 	}
 	if replay == nil {
 		s.setPhase(PhaseRunning) // resumed: live again, without a replay
