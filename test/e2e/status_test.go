@@ -176,13 +176,17 @@ func getTarget(t *testing.T, m mirrorSetup) *v1alpha3.GitTarget {
 }
 
 // TestStatusFollowsTheReplayAfterARestart: after a restart the target
-// reports its replay and then Ready, without waiting for a resync (an hour
-// here), even when the operator's cache has not seen its own InitialReplay
-// write by the time the replay ends: a status computed against that stale
+// reports Ready once its replay ends, without waiting for a resync (an
+// hour here), even when the operator's cache has not seen its own status
+// writes by the time the replay ends: a status computed against that stale
 // copy must not be lost. The operator reaches the API server through a
 // proxy that holds back its GitTarget watch events until the test has seen
-// both the InitialReplay write and the replay's end, so every run meets the
-// stale cache (a plain restart met it about one run in two).
+// both a status write by this run and the replay's end, so every run meets
+// the stale cache (a plain restart met it about one run in two). The first
+// write is usually InitialReplay, but not always (late in the suite one run
+// in CI wrote another first): every later write of this run then meets the
+// stale copy and conflicts until the cache catches up, so waiting for
+// InitialReplay itself would wait for ever.
 func TestStatusFollowsTheReplayAfterARestart(t *testing.T) {
 	m := newMirror(t, "restart-status", "configmaps")
 	for _, name := range []string{"a", "b", "c"} {
@@ -202,10 +206,8 @@ func TestStatusFollowsTheReplayAfterARestart(t *testing.T) {
 		hourlyResync(o)
 		o.Config = lagging.config()
 	})
-	eventuallyWithin(t, 2*time.Minute, "this run reported the replay, unseen by its cache", func() bool {
-		gt := getTarget(t, m)
-		streams := meta.FindStatusCondition(gt.Status.Conditions, v1alpha3.ConditionStreamsRunning)
-		return gt.ResourceVersion != before && streams != nil && streams.Reason == v1alpha3.ReasonInitialReplay
+	eventuallyWithin(t, 2*time.Minute, "this run wrote the status, unseen by its cache", func() bool {
+		return getTarget(t, m).ResourceVersion != before
 	})
 	eventually(t, "the replay ended", func() bool {
 		return seriesExists(t, "gitopsreverser_placements_total", map[string]string{"gittarget_namespace": m.ns, "gittarget": m.target})
