@@ -96,3 +96,41 @@ func TestAReplayThatNeverCompletesHoldsItsWindowOnlyForAReplaySilence(t *testing
 	w.tick(ctx)
 	require.Len(t, forge.commits, 1)
 }
+
+// TestACatchUpIsHeldUntilEveryStreamIsLive: a resumed watch re-delivers
+// two of alice's changes from before the restart; the 1 ms window does not
+// commit the first alone. The target's last stream to catch up closes the
+// window: one commit with both. A catch-up that never hears its end (a
+// quiet stream whose watch has not passed its list) is held only for a
+// replay silence.
+func TestACatchUpIsHeldUntilEveryStreamIsLive(t *testing.T) {
+	alice := Author{Name: "alice", Email: "alice@example.com"}
+	caughtUp := func(namespace, name string) Write {
+		wr := replayed(namespace, name)
+		wr.Replay, wr.CatchUp = false, true
+		return wr
+	}
+	t.Run("closed by the last stream to catch up", func(t *testing.T) {
+		ctx := context.Background()
+		w, forge, clock, key := handDrivenWorker(t)
+		w.handle(ctx, writeMsg{target: key, author: alice, write: caughtUp("one", "a")})
+		clock.Step(time.Second)
+		w.tick(ctx)
+		require.Empty(t, forge.commits, "one stream's catch-up is delivered, another's is not")
+		w.handle(ctx, writeMsg{target: key, author: alice, write: caughtUp("two", "b")})
+		w.handle(ctx, syncMsg{target: key, closeWindow: true})
+		require.Len(t, forge.commits, 1)
+		require.Len(t, forge.commits[0].Changes, 3, "both objects and the README")
+	})
+	t.Run("a quiet stream holds it for a replay silence at most", func(t *testing.T) {
+		ctx := context.Background()
+		w, forge, clock, key := handDrivenWorker(t)
+		w.handle(ctx, writeMsg{target: key, author: alice, write: caughtUp("one", "a")})
+		clock.Step(replaySilence - time.Millisecond)
+		w.tick(ctx)
+		require.Empty(t, forge.commits)
+		clock.Step(time.Millisecond)
+		w.tick(ctx)
+		require.Len(t, forge.commits, 1)
+	})
+}

@@ -67,6 +67,11 @@ type Write struct {
 	// holds the window open until the target's replay completes (see
 	// window.replaying).
 	Replay bool
+	// CatchUp marks a live change a resumed watch re-delivered from before
+	// the operator started: like a replay's, it holds the window open
+	// until every stream of the target has caught up (Sync with
+	// closeWindow), so a catch-up is not committed in parts.
+	CatchUp bool
 }
 
 // Sweep is a replay's mark-and-sweep for one type in one scope: managed

@@ -20,11 +20,13 @@ type window struct {
 	// reconcile marks a window that carries a replay's state, rendered with
 	// the reconcile message template.
 	reconcile bool
-	// replaying marks a window that holds part of a replay whose target
-	// has not finished replaying: it stays open until the replay completes
-	// (Sync with closeWindow), so a replay is one commit whatever the
-	// commit window. Only replaySilence without events closes it earlier,
-	// for a stream that never completes its replay.
+	// replaying marks a window that holds part of a replay (or of a
+	// resumed watch's catch-up) whose target has not finished: it stays
+	// open until every stream has replayed or caught up (Sync with
+	// closeWindow), so a replay is one commit whatever the commit window.
+	// Only replaySilence without events closes it earlier, for a stream
+	// that never completes its replay, or a quiet resumed stream whose
+	// watch has not yet passed its catch-up list.
 	replaying bool
 	// request is the CommitRequest that closes the window, if any; message
 	// is its commit message, kept for retries after the request has
@@ -130,7 +132,7 @@ func (w *window) add(wr Write, now time.Time) {
 	w.writes[key] = wr
 	w.bytes += len(wr.YAML)
 	w.lastEvent = now
-	w.replaying = w.replaying || wr.Replay
+	w.replaying = w.replaying || wr.Replay || wr.CatchUp
 }
 
 // addSweep adds a replay's sweep; replaying says the target's replay goes

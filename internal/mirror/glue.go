@@ -60,7 +60,7 @@ func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
 	case watch.ReplayStart:
 		g.present = g.present[:0]
 		g.emitted.reset()
-		g.target.replayStarted(g.claim)
+		g.target.markStream(g.claim, func(r *running) { r.synced, r.catchingUp = false, false })
 	case watch.Upsert:
 		if ev.Replay {
 			return g.replayed(ctx, ev)
@@ -71,21 +71,32 @@ func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
 	case watch.Synced:
 		return g.synced(ctx, ev.Present)
 	case watch.Resumed:
-		return g.resumed(ctx)
+		return g.resumed()
+	case watch.CaughtUp:
+		return g.caughtUp(ctx)
 	}
 	return nil
 }
 
 // resumed counts a stream that started from its cursor as replayed: Git
-// holds its scope up to the cursor, so there is nothing to sweep.
-func (g *streamGlue) resumed(ctx context.Context) error {
-	if !g.target.replayDone(g.claim) {
+// holds its scope up to the cursor, so there is nothing to sweep. Its
+// catch-up is still to come: the target's held window waits for it.
+func (g *streamGlue) resumed() error {
+	if g.target.markStream(g.claim, func(r *running) { r.synced, r.catchingUp = true, true }).synced {
+		g.target.observer.Replayed(g.target.Key)
+	}
+	return nil
+}
+
+// caughtUp ends a resumed stream's catch-up; the last one to end, after
+// every replay, closes the target's held window.
+func (g *streamGlue) caughtUp(ctx context.Context) error {
+	if !g.target.markStream(g.claim, func(r *running) { r.catchingUp = false }).settled() {
 		return nil
 	}
 	if err := g.target.sink.Sync(ctx, g.target.Key, nil, true); err != nil {
 		return fmt.Errorf("telling the branch worker the target is live: %w", err)
 	}
-	g.target.observer.Replayed(g.target.Key)
 	return nil
 }
 
@@ -134,12 +145,12 @@ func (g *streamGlue) synced(ctx context.Context, reported []watch.ObjectKey) err
 		sweep = &branch.Sweep{Scope: scope, Present: slices.Clone(g.present)}
 	}
 	g.present = g.present[:0]
-	allSynced := g.target.replayDone(g.claim)
-	if err := g.target.sink.Sync(ctx, g.target.Key, sweep, allSynced); err != nil {
+	streams := g.target.markStream(g.claim, func(r *running) { r.synced, r.catchingUp = true, false })
+	if err := g.target.sink.Sync(ctx, g.target.Key, sweep, streams.settled()); err != nil {
 		// The stream names the resource and namespace when it reports this.
 		return fmt.Errorf("handing the sweep to the branch worker: %w", err)
 	}
-	if allSynced {
+	if streams.synced {
 		g.target.observer.Replayed(g.target.Key)
 	}
 	return nil

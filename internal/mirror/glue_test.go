@@ -60,6 +60,8 @@ func (f factAfterStop) Resolve(ctx context.Context, _ attribution.Query) attribu
 type recordingSink struct {
 	writes  []branch.Write
 	authors []branch.Author
+	// closes are the closeWindow of each Sync.
+	closes []bool
 }
 
 func (s *recordingSink) Write(ctx context.Context, _ branch.TargetKey, author branch.Author, w branch.Write) error {
@@ -70,7 +72,8 @@ func (s *recordingSink) Write(ctx context.Context, _ branch.TargetKey, author br
 	return nil
 }
 
-func (s *recordingSink) Sync(context.Context, branch.TargetKey, *branch.Sweep, bool) error {
+func (s *recordingSink) Sync(_ context.Context, _ branch.TargetKey, _ *branch.Sweep, closeWindow bool) error {
+	s.closes = append(s.closes, closeWindow)
 	return nil
 }
 
@@ -80,3 +83,47 @@ func (s *recordingSink) WhenSettled(_ context.Context, _ branch.TargetKey, fn fu
 }
 
 func (s *recordingSink) HoldsCommit(context.Context, string) (bool, error) { return true, nil }
+
+// TestTheLastReplayDoesNotCloseTheWindowWhileAnotherStreamCatchesUp: a
+// target with a stream in each of two namespaces; "one" resumed from its
+// cursor, "two" replays. The replay ends while "one"'s re-delivered events
+// are still coming, so its Sync does not close the window; the catch-up's
+// end does. A catch-up's write is marked, so the worker holds it too.
+func TestTheLastReplayDoesNotCloseTheWindowWhileAnotherStreamCatchesUp(t *testing.T) {
+	ctx := context.Background()
+	sink := &recordingSink{}
+	target := &Target{Key: branch.TargetKey{Namespace: "team", Name: "mirror"}, ctx: ctx, sink: sink, observer: nopObserver{},
+		streams: map[claimKey]*running{}}
+	glues := map[string]*streamGlue{}
+	for _, ns := range []string{"one", "two"} {
+		claim := rules.Claim{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespace: ns}
+		target.streams[claimKey{claim.GVR, ns}] = &running{claim: claim}
+		glues[ns] = &streamGlue{target: target, claim: claim}
+	}
+	changed := &unstructured.Unstructured{}
+	changed.SetNamespace("one")
+	changed.SetName("changed")
+	catchUp := watch.Event{Kind: watch.Upsert, Type: apiwatch.Modified, Object: changed, CatchUp: true}
+
+	steps := []struct {
+		stream string
+		event  watch.Event
+		closes []bool
+	}{
+		{"one", watch.Event{Kind: watch.Resumed}, nil},
+		{"two", watch.Event{Kind: watch.ReplayStart}, nil},
+		{"one", catchUp, nil},
+		{"two", watch.Event{Kind: watch.Synced}, []bool{false}},
+		{"one", watch.Event{Kind: watch.CaughtUp}, []bool{false, true}},
+	}
+	for _, step := range steps {
+		ev := step.event
+		if ev.Kind == watch.Upsert {
+			ev.Prepared = glues[step.stream].prepare(ctx, ev)
+		}
+		require.NoError(t, glues[step.stream].handle(ctx, ev))
+		require.Equal(t, step.closes, sink.closes, "after %v of %s", ev.Kind, step.stream)
+	}
+	require.Len(t, sink.writes, 1)
+	require.True(t, sink.writes[0].CatchUp, "the worker holds the catch-up's write like a replay's")
+}

@@ -38,14 +38,14 @@ func (g *streamGlue) prepare(ctx context.Context, ev watch.Event) any {
 			return nil
 		}
 		return &liveWrite{kind: "upsert", author: g.target.attribution.authorOf(ctx, g.claim, ev, ev.Object),
-			write:  branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received},
+			write:  branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received, CatchUp: ev.CatchUp},
 			digest: digest}
 	case watch.Delete:
 		if !g.follows(ev.Type) {
 			return nil
 		}
 		return &liveWrite{kind: "delete", author: g.target.attribution.authorOf(ctx, g.claim, ev, ev.Object),
-			write: branch.Write{ID: g.objectID(ev.Object), Sensitive: g.claim.Sensitive, Received: ev.Received}}
+			write: branch.Write{ID: g.objectID(ev.Object), Sensitive: g.claim.Sensitive, Received: ev.Received, CatchUp: ev.CatchUp}}
 	}
 	return nil
 }

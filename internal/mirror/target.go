@@ -79,7 +79,11 @@ type running struct {
 	stream *watch.Stream
 	cancel context.CancelFunc
 	done   chan struct{}
+	// synced: the stream's replay ended, or it resumed from its cursor.
 	synced bool
+	// catchingUp: it resumed, and the events its watch re-delivers from
+	// the cursor are still coming (up to watch.CaughtUp).
+	catchingUp bool
 }
 
 // TargetOptions builds a Target.
@@ -250,29 +254,31 @@ func (t *Target) Stop() {
 	}
 }
 
-func (t *Target) replayStarted(c rules.Claim) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if r, ok := t.streams[claimKey{c.GVR, c.Namespace}]; ok {
-		r.synced = false
-	}
-}
+// streamsState is how far a target's streams are with their replay or
+// catch-up.
+type streamsState struct{ synced, catchingUp bool }
 
-// replayDone marks the claim synced and reports whether every stream of the
-// target has now finished its replay: then the replay's window can close at
-// once instead of waiting for the commit window's silence.
-func (t *Target) replayDone(c rules.Claim) bool {
+// settled: every stream replayed or caught up, so the writes the target's
+// start handed the worker are complete: its held window can close at once
+// instead of waiting for the commit window's silence. A catch-up is one
+// unit like a replay: the last replay to end does not close a window while
+// another stream's re-delivered events are still coming.
+func (s streamsState) settled() bool { return s.synced && !s.catchingUp }
+
+// markStream applies mark to the claim's stream and reports the state of
+// all the target's streams after it.
+func (t *Target) markStream(c rules.Claim, mark func(*running)) streamsState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r, ok := t.streams[claimKey{c.GVR, c.Namespace}]; ok {
-		r.synced = true
+		mark(r)
 	}
+	state := streamsState{synced: true}
 	for _, r := range t.streams {
-		if !r.synced {
-			return false
-		}
+		state.synced = state.synced && r.synced
+		state.catchingUp = state.catchingUp || r.catchingUp
 	}
-	return true
+	return state
 }
 
 func (t *Target) refuse(reason string, id manifest.ObjectID) {

@@ -104,30 +104,64 @@ func (c *catchUp) superseded(typ apiwatch.EventType, obj *unstructured.Unstructu
 	return false
 }
 
-// judge reports whether a live event is a superseded re-delivery, and ends
-// the catch-up once the watch has passed the list.
-func (s *Stream) judge(typ apiwatch.EventType, obj *unstructured.Unstructured) bool {
-	if s.catchUp == nil {
-		return false
+// startCatchUp lists where the objects of a resumed watch stand, at its
+// first event. Without a list to judge by (resourceVersions that are not
+// numbers) the events are handed on as they come and the catch-up is over
+// at once.
+func (s *Stream) startCatchUp(ctx context.Context) error {
+	c, err := s.listCatchUp(ctx)
+	if err != nil {
+		return err
 	}
-	if s.catchUp.superseded(typ, obj) {
-		return true
+	s.catchingUp, s.catchUp = false, c
+	if c == nil {
+		return s.caughtUp(ctx)
 	}
-	s.endCatchUp(obj.GetResourceVersion())
-	return false
+	return nil
 }
 
-// endCatchUp forgets the list once the watch is at or past it.
-func (s *Stream) endCatchUp(resourceVersion string) {
+// judge reports whether a live event is a superseded re-delivery; one of
+// a resumed watch's first events lists where its objects stand. An event
+// past the list ends the catch-up before it is handed on; a superseded one
+// only moves the cursor, since Git is past it.
+func (s *Stream) judge(ctx context.Context, typ apiwatch.EventType, obj *unstructured.Unstructured) (bool, error) {
+	if s.catchingUp {
+		if err := s.startCatchUp(ctx); err != nil {
+			return false, err
+		}
+	}
+	if s.catchUp == nil {
+		return false, nil
+	}
+	if s.catchUp.superseded(typ, obj) {
+		s.advance(obj.GetResourceVersion())
+		return true, nil
+	}
+	if rv, ok := parseVersion(obj.GetResourceVersion()); ok && rv > s.catchUp.upTo {
+		return false, s.endCatchUp(ctx, obj.GetResourceVersion())
+	}
+	return false, nil
+}
+
+// endCatchUp forgets the list once the watch has reached it (a bookmark or
+// an event at or past its version), and says so to the handler.
+func (s *Stream) endCatchUp(ctx context.Context, resourceVersion string) error {
 	if s.catchUp == nil || !s.catchUp.over(resourceVersion) {
-		return
+		return nil
 	}
 	s.Log.V(1).Info("caught up from the resume cursor", "scope", s.Scope.String(), "superseded", s.catchUp.dropped)
 	s.catchUp = nil
+	return s.caughtUp(ctx)
 }
 
-// over reports whether the watch has passed the list: nothing it sends
-// from here on is re-delivered.
+// caughtUp tells the handler, after every catch-up event before it, that
+// the catch-up is over.
+func (s *Stream) caughtUp(ctx context.Context) error {
+	return s.deliver(ctx, Event{Kind: CaughtUp, Scope: s.Scope, Received: s.Clock.Now()})
+}
+
+// over reports whether the watch has reached the list: nothing it sends
+// after this version is re-delivered.
 func (c *catchUp) over(resourceVersion string) bool {
 	rv, ok := parseVersion(resourceVersion)
 	return ok && rv >= c.upTo

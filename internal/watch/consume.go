@@ -65,10 +65,16 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 	switch typ {
 	case apiwatch.Bookmark:
 		if replay == nil {
-			// A bookmark before any event: nothing up to it was
-			// re-delivered, so there is nothing to catch up.
-			s.catchingUp = false
-			s.endCatchUp(obj.GetResourceVersion())
+			if s.catchingUp {
+				// A bookmark before any event: nothing up to it was
+				// re-delivered, so there is nothing to catch up.
+				s.catchingUp = false
+				if err := s.caughtUp(ctx); err != nil {
+					return nil, err
+				}
+			} else if err := s.endCatchUp(ctx, obj.GetResourceVersion()); err != nil {
+				return nil, err
+			}
 			s.advance(obj.GetResourceVersion())
 			return nil, nil
 		}
@@ -97,27 +103,25 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 // live one once it is handled; a replay's objects come in no order of
 // resourceVersion, so only its end bookmark is a point to resume from.
 func (s *Stream) object(ctx context.Context, replay *replayState, ev Event) error {
-	if replay == nil && s.catchingUp {
-		// The first event of a resumed watch: where do its objects stand?
-		var err error
-		if s.catchUp, err = s.listCatchUp(ctx); err != nil {
-			return err
-		}
-		s.catchingUp = false
+	if replay != nil {
+		return s.deliver(ctx, ev)
 	}
-	if replay == nil && s.judge(ev.Type, ev.Object) {
-		s.advance(ev.Object.GetResourceVersion()) // superseded: Git is past it
-		return nil
+	superseded, err := s.judge(ctx, ev.Type, ev.Object)
+	if err != nil || superseded {
+		return err
 	}
-	if replay == nil && s.lanes != nil {
+	ev.CatchUp = s.catchUp != nil
+	if s.lanes != nil {
 		s.resuming = false // the API server answered from the cursor
-		return s.lanes.submit(ctx, ev)
-	}
-	err := s.deliver(ctx, ev)
-	if replay == nil && err == nil {
+		err = s.lanes.submit(ctx, ev)
+	} else if err = s.deliver(ctx, ev); err == nil {
 		s.advance(ev.Object.GetResourceVersion())
 	}
-	return err
+	if err != nil || !ev.CatchUp {
+		return err
+	}
+	// The event at the list's own version is the last one re-delivered.
+	return s.endCatchUp(ctx, ev.Object.GetResourceVersion())
 }
 
 // synced ends a replay. The phase is Running before the handler hears of

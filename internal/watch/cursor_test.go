@@ -61,6 +61,7 @@ func TestARealAPIServerResumesFromACursorAndReplaysOnceItIsCompactedAway(t *test
 		require.Equal(t, watch.Upsert, ev.Kind)
 		require.False(t, ev.Replay)
 		require.Equal(t, "b", ev.Object.GetName(), "a, from before the cursor, is not reported again")
+		require.True(t, ev.CatchUp, "re-delivered from before the stream resumed")
 	})
 
 	_, err := kube.CompactEtcd(context.Background())
@@ -92,9 +93,11 @@ func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace
 // create and delete, d's create and b's delete. Only what each object is
 // now is handed on: a's last change, d, and c's and b's removals; a's
 // first change and c's create are older than that and never reach Git
-// again. A live change after the catch-up is handed on as usual.
-// The catch-up's list reads the objects, or only their metadata where the
-// stream has a metadata client (the operator's case): the same events.
+// again. They are marked CatchUp; CaughtUp follows once the watch passes
+// where the objects stood, before the live change after the catch-up,
+// which is handed on as usual. The catch-up's list reads the objects, or
+// only their metadata where the stream has a metadata client (the
+// operator's case): the same events.
 func TestAResumedWatchHandsOnNothingOlderThanWhereItsObjectsStand(t *testing.T) {
 	meta, err := metadata.NewForConfig(kube.Config())
 	require.NoError(t, err)
@@ -115,10 +118,15 @@ func TestAResumedWatchHandsOnNothingOlderThanWhereItsObjectsStand(t *testing.T) 
 			require.Equal(t, watch.Resumed, next(t, events).Kind)
 			var got []string
 			for range 4 {
-				got = append(got, describe(next(t, events)))
+				ev := next(t, events)
+				require.True(t, ev.CatchUp, describe(ev))
+				got = append(got, describe(ev))
 			}
 			setKey(t, ns, "a", "a3")
-			got = append(got, describe(next(t, events)))
+			require.Equal(t, watch.CaughtUp, next(t, events).Kind, "the watch passed the list")
+			live := next(t, events)
+			require.False(t, live.CatchUp)
+			got = append(got, describe(live))
 			require.Equal(t, []string{"upsert a a2", "delete c", "upsert d", "delete b", "upsert a a3"}, got)
 		})
 	}

@@ -68,6 +68,12 @@ const (
 	// the stream resumed (see catchUp). Should the API server refuse the
 	// cursor, a ReplayStart follows.
 	Resumed
+	// CaughtUp: a resumed stream has handed on everything the watch
+	// re-delivered from its cursor (the events marked CatchUp), or found
+	// there was nothing; what follows is live. A catch-up is one unit, like
+	// a replay: the worker holds its writes until every stream of the
+	// target has caught up or replayed.
+	CaughtUp
 )
 
 // ObjectKey names an object within a scope.
@@ -83,6 +89,9 @@ type Event struct {
 	Object *unstructured.Unstructured
 	// Replay is true for objects reported by an initial replay.
 	Replay bool
+	// CatchUp is true for a live Upsert or Delete that a resumed watch
+	// re-delivered from before the stream resumed (up to CaughtUp).
+	CatchUp bool
 	// Present is set on Synced.
 	Present []ObjectKey
 	// Received is when the stream read the event.
