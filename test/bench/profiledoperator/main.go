@@ -17,12 +17,14 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/configbutler/gitops-reverser/internal/operator"
+	"github.com/configbutler/gitops-reverser/internal/redisconn"
 )
 
 func main() {
@@ -43,6 +45,11 @@ func run() error {
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "Write a CPU profile here when the operator stops.")
 	flag.StringVar(&heapProfile, "heapprofile", "", "Write a heap profile here when the operator stops.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Serve net/http/pprof on this address.")
+	// Scenario H's: resume cursors in Redis, credentials as the chart scopes them.
+	var redisAddr, redisPrefix, credentialNamespaces string
+	flag.StringVar(&redisAddr, "redis-addr", "", "Redis host:port for resume cursors; empty runs without Redis.")
+	flag.StringVar(&redisPrefix, "redis-key-prefix", "", "Starts every Redis key the operator writes.")
+	flag.StringVar(&credentialNamespaces, "credential-namespaces", "", "Comma-separated namespaces whose Secrets the operator reads.")
 	// Accepted so the benchmark passes both binaries the same flags; this
 	// build runs configured-author mode only.
 	attribution := flag.Bool("author-attribution", false, "Must be false: this build runs configured-author mode.")
@@ -59,6 +66,12 @@ func run() error {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	opts.Config = config
+	if redisAddr != "" {
+		opts.Redis = &redisconn.Options{Addr: redisAddr, KeyPrefix: redisPrefix}
+	}
+	if credentialNamespaces != "" {
+		opts.CredentialNamespaces = strings.Split(credentialNamespaces, ",")
+	}
 	if pprofAddr != "" {
 		server := &http.Server{Addr: pprofAddr, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
