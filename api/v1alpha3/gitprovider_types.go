@@ -151,6 +151,8 @@ type CommitSpec struct {
 	Committer CommitIdentity `json:"committer,omitempty"`
 
 	// Message templates (Go template syntax over the commit's changes).
+	// Each rendered message ends with a "Changed-With: <tool>" trailer per
+	// field manager that made its live changes.
 	// +optional
 	Message *CommitMessageTemplates `json:"message,omitempty"`
 

@@ -221,7 +221,7 @@ func (c *Client) commitObject(req forges.CommitRequest, tree string) (github.Com
 	if c.verified {
 		message := req.Message
 		if req.Author.Email != req.Committer.Email || req.Author.Name != req.Committer.Name {
-			message = strings.TrimRight(message, "\n") + "\n\nCo-authored-by: " + req.Author.Name + " <" + req.Author.Email + ">\n"
+			message = forges.AppendTrailers(message, "Co-authored-by: "+req.Author.Name+" <"+req.Author.Email+">")
 		}
 		return github.Commit{Message: new(message), Tree: &github.Tree{SHA: new(tree)}}, nil
 	}

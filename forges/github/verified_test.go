@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,7 +13,7 @@ import (
 
 // TestVerifiedModeLetsGitHubSignAsTheApp: no author, committer or signature
 // is sent, so GitHub signs the commit; the actor moves to a Co-authored-by
-// trailer.
+// trailer, in the message's trailer block.
 func TestVerifiedModeLetsGitHubSignAsTheApp(t *testing.T) {
 	sim := startSim(t)
 	repo := repoName(t, "r")
@@ -26,6 +27,7 @@ func TestVerifiedModeLetsGitHubSignAsTheApp(t *testing.T) {
 	require.NoError(t, err)
 	req := commitRequest("main", head, forges.FileChange{Path: "b.yaml", Content: []byte("b: 1\n")})
 	req.Author = forges.Signature{Name: "alice", Email: "alice@example.com", When: req.Committer.When}
+	req.Message = "Create b\n\nChanged-With: kubectl-edit\n"
 	res, err := client.Commit(ctx, req)
 	require.NoError(t, err)
 
@@ -33,5 +35,6 @@ func TestVerifiedModeLetsGitHubSignAsTheApp(t *testing.T) {
 	c, err := sim.HeadCommit(owner, repo, "main")
 	require.NoError(t, err)
 	require.Contains(t, c.Author.Name, "[bot]", "the App is the author GitHub records")
-	require.Contains(t, c.Message, "Co-authored-by: alice <alice@example.com>")
+	require.Equal(t, "Create b\n\nChanged-With: kubectl-edit\nCo-authored-by: alice <alice@example.com>", strings.TrimRight(c.Message, "\n"),
+		"the actor joins the message's trailer block")
 }

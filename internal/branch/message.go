@@ -2,7 +2,10 @@ package branch
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/configbutler/gitops-reverser/forges"
 )
 
 // Default commit message templates. They name the objects changed, so a
@@ -26,6 +29,9 @@ type Change struct {
 	Namespace  string
 	Name       string
 	Path       string
+	// Tools are the field managers that made the change (Write.ChangedWith);
+	// templates read them as .Tools, joined with ", ".
+	Tools []string
 }
 
 // Ref is namespace/name, or name for a cluster-scoped object.
@@ -47,6 +53,24 @@ type MessageData struct {
 	Author  string
 	Changes []Change
 }
+
+// Tools are the distinct tools of all changes, sorted: the commit's
+// Changed-With trailers, one per tool.
+func (d MessageData) Tools() []string {
+	var tools []string
+	for _, c := range d.Changes {
+		for _, t := range c.Tools {
+			if !slices.Contains(tools, t) {
+				tools = append(tools, t)
+			}
+		}
+	}
+	slices.Sort(tools)
+	return tools
+}
+
+// ChangedWithTrailer is the trailer key naming a tool that made a change.
+const ChangedWithTrailer = "Changed-With"
 
 // Summary counts the changes by operation, e.g. "2 created, 1 deleted".
 func (d MessageData) Summary() string {
@@ -96,7 +120,10 @@ func ParseMessages(event, group, reconcile string) (*Messages, error) {
 }
 
 // Render picks the template — reconcile for a replay's commit, event for one
-// object, group otherwise — and renders it.
+// object, group otherwise — and renders it, then adds a Changed-With
+// trailer for each tool of the changes (MessageData.Tools) to the
+// message's trailer block. A template that writes those trailers itself
+// does not get them twice.
 func (m *Messages) Render(data MessageData, reconcile bool) (string, error) {
 	if len(data.Changes) > 0 {
 		data.Change = data.Changes[0]
@@ -116,7 +143,11 @@ func (m *Messages) Render(data MessageData, reconcile bool) (string, error) {
 	if msg == "" {
 		return "", fmt.Errorf("the commit message %s rendered empty", tmpl.name)
 	}
-	return msg + "\n", nil
+	var trailers []string
+	for _, tool := range data.Tools() {
+		trailers = append(trailers, ChangedWithTrailer+": "+tool)
+	}
+	return forges.AppendTrailers(msg+"\n", trailers...), nil
 }
 
 func capitalize(s string) string {

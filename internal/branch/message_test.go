@@ -61,3 +61,38 @@ func TestTemplatesSupportConditionsPipesAndRange(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "2 on main: a/b c [ns/t]\n", msg)
 }
+
+func TestTheToolsOfTheChangesBecomeChangedWithTrailers(t *testing.T) {
+	defaults, err := ParseMessages("", "", "")
+	require.NoError(t, err)
+	one := MessageData{Changes: []Change{{Operation: "update", Kind: "ConfigMap", Namespace: "a", Name: "b", Tools: []string{"kubectl-edit"}}}}
+	msg, err := defaults.Render(one, false)
+	require.NoError(t, err)
+	require.Equal(t, "Update ConfigMap a/b\n\nChanged-With: kubectl-edit\n", msg)
+
+	several := MessageData{Target: "ns/t", Changes: []Change{
+		{Operation: "create", Kind: "ConfigMap", Namespace: "a", Name: "x", Tools: []string{"kubectl-edit", "helm"}},
+		{Operation: "delete", Kind: "ConfigMap", Namespace: "a", Name: "y"},
+		{Operation: "update", Kind: "ConfigMap", Namespace: "a", Name: "z", Tools: []string{"helm"}},
+	}}
+	msg, err = defaults.Render(several, false)
+	require.NoError(t, err)
+	require.Equal(t, "Change 3 objects in ns/t: 1 created, 1 updated, 1 deleted\n\n- create ConfigMap a/x\n- delete ConfigMap a/y\n- update ConfigMap a/z\n\n"+
+		"Changed-With: helm\nChanged-With: kubectl-edit\n", msg, "each tool once, sorted by name")
+
+	msg, err = defaults.Render(MessageData{Changes: []Change{{Operation: "delete", Kind: "ConfigMap", Name: "x"}}}, false)
+	require.NoError(t, err)
+	require.Equal(t, "Delete ConfigMap x\n", msg, "no tool, no trailer")
+
+	custom, err := ParseMessages("{{.Kind}} {{.Name}} via {{.Tools}}\n\nSigned-off-by: bot <bot@example.com>",
+		"{{range .Changes}}{{.Name}} ({{.Tools}}) {{end}}[{{.Tools}}]\n\nChanged-With: helm", "")
+	require.NoError(t, err)
+	msg, err = custom.Render(one, false)
+	require.NoError(t, err)
+	require.Equal(t, "ConfigMap b via kubectl-edit\n\nSigned-off-by: bot <bot@example.com>\nChanged-With: kubectl-edit\n", msg,
+		"the trailer joins the template's own trailer block")
+	msg, err = custom.Render(several, false)
+	require.NoError(t, err)
+	require.Equal(t, "x (kubectl-edit, helm) y () z (helm) [helm, kubectl-edit]\n\nChanged-With: helm\nChanged-With: kubectl-edit\n", msg,
+		"a trailer the template writes is not repeated")
+}

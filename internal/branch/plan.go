@@ -63,7 +63,7 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 			plan.contents[c.Path] = c.Content
 		}
 	}
-	plan.changes = describe(res)
+	plan.changes = describe(res, win.writes)
 	for _, o := range res.Objects {
 		if o.Action == manifest.ActionDelete && swept[identity(o.ID)] {
 			plan.sweepDeletes++
@@ -75,12 +75,14 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 	return plan, nil
 }
 
-// describe names the objects a plan changes, for the commit message.
-func describe(res manifest.Result) []Change {
+// describe names the objects a plan changes, and the tools that changed
+// them, for the commit message. A sweep's delete has no write, and so no
+// tool.
+func describe(res manifest.Result, writes map[manifest.ObjectID]Write) []Change {
 	out := make([]Change, 0, len(res.Objects))
 	for _, o := range res.Objects {
 		out = append(out, Change{Operation: string(o.Action), APIVersion: o.ID.APIVersion(), Kind: o.ID.Kind,
-			Namespace: o.ID.Namespace, Name: o.ID.Name, Path: o.Path})
+			Namespace: o.ID.Namespace, Name: o.ID.Name, Path: o.Path, Tools: writes[identity(o.ID)].ChangedWith})
 	}
 	return out
 }

@@ -38,7 +38,7 @@ func templateFuncs() map[string]func(args []any) (any, error) {
 func templateFields() map[string]bool {
 	return map[string]bool{
 		"Operation": true, "APIVersion": true, "Kind": true, "Namespace": true, "Name": true, "Path": true, "Ref": true,
-		"Target": true, "Branch": true, "Author": true, "Changes": true, "Summary": true,
+		"Target": true, "Branch": true, "Author": true, "Changes": true, "Summary": true, "Tools": true,
 	}
 }
 
@@ -133,7 +133,7 @@ func (t *messageTemplate) checkArg(arg parse.Node) error {
 func checkFields(names []string) error {
 	for _, f := range names {
 		if !templateFields()[f] {
-			return fmt.Errorf("unknown field .%s (fields: .Target .Branch .Author .Changes .Summary, and .Operation .Kind .Namespace .Name .Ref .APIVersion .Path)", f)
+			return fmt.Errorf("unknown field .%s (fields: .Target .Branch .Author .Changes .Summary .Tools, and .Operation .Kind .Namespace .Name .Ref .APIVersion .Path .Tools)", f)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"strings"
 	"text/template/parse"
 )
 
@@ -154,6 +155,8 @@ func field(v any, name string) (any, error) {
 			return d.Changes, nil
 		case "Summary":
 			return d.Summary(), nil
+		case "Tools":
+			return strings.Join(d.Tools(), ", "), nil
 		}
 		v = d.Change
 	}
@@ -176,6 +179,8 @@ func field(v any, name string) (any, error) {
 		return c.Path, nil
 	case "Ref":
 		return c.Ref(), nil
+	case "Tools":
+		return strings.Join(c.Tools, ", "), nil
 	}
 	return nil, fmt.Errorf("field .%s of a change", name)
 }

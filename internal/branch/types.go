@@ -63,6 +63,12 @@ type Write struct {
 	Sensitive bool
 	// Received is when the watch delivered the event, for latency metrics.
 	Received time.Time
+	// ChangedWith names the tools (field managers, attribution.ChangedWith)
+	// that made a live change, for the commit's Changed-With trailers. A
+	// tool is not an author: it never decides who a commit is attributed
+	// to. Empty for a delete (an object's last managedFields do not say who
+	// deleted it) and for a replay.
+	ChangedWith []string
 	// Replay marks an object reported by a replay still in progress: it
 	// holds the window open until the target's replay completes (see
 	// window.replaying).

@@ -1,6 +1,7 @@
 package branch
 
 import (
+	"slices"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/internal/manifest"
@@ -126,6 +127,7 @@ func (w *window) add(wr Write, now time.Time) {
 		// Keep the first event's receive time: latency is measured from the
 		// oldest change the commit carries.
 		wr.Received = old.Received
+		wr.ChangedWith = mergedTools(old, wr)
 	} else {
 		w.order = append(w.order, key)
 	}
@@ -133,6 +135,23 @@ func (w *window) add(wr Write, now time.Time) {
 	w.bytes += len(wr.YAML)
 	w.lastEvent = now
 	w.replaying = w.replaying || wr.Replay || wr.CatchUp
+}
+
+// mergedTools are the tools of an object's writes that one window
+// merges: each upsert's tools count, since the commit carries all their
+// changes; a delete starts afresh, since what the tools wrote before it is
+// gone, and nobody is named for the removal.
+func mergedTools(old, latest Write) []string {
+	if old.YAML == nil || latest.YAML == nil {
+		return latest.ChangedWith
+	}
+	tools := slices.Clone(old.ChangedWith)
+	for _, t := range latest.ChangedWith {
+		if !slices.Contains(tools, t) {
+			tools = append(tools, t)
+		}
+	}
+	return tools
 }
 
 // addSweep adds a replay's sweep; replaying says the target's replay goes

@@ -108,3 +108,35 @@ func TestASweepDropsAStaleWriteOfAnObjectTheReplayDidNotFind(t *testing.T) {
 	require.Equal(t, []string{"stays", "other"}, names, "the write of gone is older than the replay that did not find it")
 	require.Equal(t, len(stays.YAML)+len(other.YAML), win.bytes)
 }
+
+func TestAWindowKeepsTheToolsOfEveryChangeItMergesUntilADelete(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	with := func(w Write, tools ...string) Write {
+		w.ChangedWith = tools
+		return w
+	}
+	deleted := func(w Write) Write {
+		w.YAML = nil
+		return w
+	}
+	for _, tc := range []struct {
+		name   string
+		writes []Write
+		want   []string
+	}{
+		{"one change", []Write{with(testWrite("a"), "kubectl-edit")}, []string{"kubectl-edit"}},
+		{"two tools change one object", []Write{with(testWrite("a"), "kubectl-edit"), with(testWrite("a"), "helm"),
+			with(testWrite("a"), "kubectl-edit")}, []string{"kubectl-edit", "helm"}},
+		{"a delete names nobody", []Write{with(testWrite("a"), "helm"), deleted(testWrite("a"))}, nil},
+		{"a re-creation after a delete names only its own tool", []Write{with(testWrite("a"), "helm"),
+			deleted(testWrite("a")), with(testWrite("a"), "kubectl-create")}, []string{"kubectl-create"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			win := newWindow(TargetKey{Name: "t"}, Author{}, now)
+			for _, w := range tc.writes {
+				win.add(w, now)
+			}
+			require.Equal(t, tc.want, win.orderedWrites()[0].ChangedWith)
+		})
+	}
+}

@@ -121,6 +121,24 @@ func TestAWindowGroupsWritesAndTheLastWriteWins(t *testing.T) {
 	require.Contains(t, show(t, "grouping", "mirror/README.md"), "GitOps Reverser")
 }
 
+func TestAWindowOfSeveralToolsEndsInATrailerPerTool(t *testing.T) {
+	w := newWorker(t, "tools", nil, nil)
+	with := func(wr branch.Write, tools ...string) branch.Write {
+		wr.ChangedWith = tools
+		return wr
+	}
+	write(t, w, branch.Author{}, with(cm("a", "1"), "kubectl-edit"))
+	write(t, w, branch.Author{}, with(cm("b", "1"), "helm"))
+	write(t, w, branch.Author{}, with(cm("a", "2"), "helm"))
+	write(t, w, branch.Author{}, with(cm("c", "1"), "kubectl-edit"))
+	flush(t, w)
+	msg, err := git.Git("tools", "log", "-1", "--format=%an%n%B", "main")
+	require.NoError(t, err)
+	require.Equal(t, "GitOps Reverser\nChange 3 objects in team/mirror: 3 created\n\n- create ConfigMap team/a\n- create ConfigMap team/b\n"+
+		"- create ConfigMap team/c\n\nChanged-With: helm\nChanged-With: kubectl-edit", strings.TrimRight(msg, "\n"),
+		"each tool once, sorted; a tool is never the author")
+}
+
 func TestEachAuthorGetsItsOwnCommit(t *testing.T) {
 	w := newWorker(t, "authors", nil, nil)
 	alice := branch.Author{Name: "alice", Email: "alice@example.com", Kind: branch.AuthorUser}

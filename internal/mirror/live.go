@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"sync"
 
+	"github.com/configbutler/gitops-reverser/internal/attribution"
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/watch"
 )
@@ -18,7 +19,9 @@ type liveWrite struct {
 	digest contentDigest
 }
 
-// prepare makes a live change ready for the worker; the stream runs it on
+// prepare makes a live change ready for the worker, with the tool that
+// made it (attribution.ChangedWith; none for a delete: an object's last
+// managedFields name its last writer, not its deleter); the stream runs it on
 // the object's lane (watch.Stream.Prepare), so waiting for the author holds
 // back only the object's own later events. A change that renders exactly
 // what the stream last wrote of the object (a status write, a touch of
@@ -38,7 +41,8 @@ func (g *streamGlue) prepare(ctx context.Context, ev watch.Event) any {
 			return nil
 		}
 		return &liveWrite{kind: "upsert", author: g.target.attribution.authorOf(ctx, g.claim, ev, ev.Object),
-			write:  branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received, CatchUp: ev.CatchUp},
+			write: branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received, CatchUp: ev.CatchUp,
+				ChangedWith: attribution.ChangedWith(ev.Object.GetManagedFields())},
 			digest: digest}
 	case watch.Delete:
 		if !g.follows(ev.Type) {
