@@ -32,6 +32,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/metrics"
 	"github.com/configbutler/gitops-reverser/internal/redisconn"
 	"github.com/configbutler/gitops-reverser/internal/redisstore"
+	"github.com/configbutler/gitops-reverser/internal/rules"
 )
 
 // Options are the operator's settings.
@@ -149,7 +150,13 @@ func Run(ctx context.Context, o Options) error {
 		engineOpts.CursorObserver = redis.observer
 		webhooks.share(&redisstore.Submitters{Client: redis.client, Prefix: o.Redis.Prefix()}, redis.observer)
 	}
-	eng := engine.New(engineOpts)
+	var eng *engine.Engine
+	observed, err := setupObserver(mgr, o, pipeline.factTransport(), reg, func() []rules.Claim { return eng.LocalClaims() })
+	if err != nil {
+		return err
+	}
+	engineOpts.ClaimsChanged = observed.changed()
+	eng = engine.New(engineOpts)
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)
 	}
