@@ -228,6 +228,9 @@ func TestTheAdmissionObserverTurnsEachReviewIntoAFact(t *testing.T) {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}}}
 		require.NoError(t, alice.Create(ctx, d))
+		created, _ := deployments.waitFor(t, "web", 1)
+		require.Equal(t, storedDigest(t, "apps/v1", "Deployment", m.ns, "web"), created[0].Digest,
+			"the create's digest is of the Deployment as stored, defaults and all")
 		before := d.ResourceVersion
 		scaleThroughSubresource(t, m.ns, "web", 3)
 		got, _ := deployments.waitFor(t, "web", 2)
@@ -237,8 +240,6 @@ func TestTheAdmissionObserverTurnsEachReviewIntoAFact(t *testing.T) {
 		require.Equal(t, string(d.UID), f.UID, "a Scale carries its parent's uid")
 		require.Equal(t, before, f.PreviousVersion)
 		require.Empty(t, f.Digest, "a Scale is not what the mirror writes")
-		require.Equal(t, storedDigest(t, "apps/v1", "Deployment", m.ns, "web"), got[0].Digest,
-			"the create's digest is of the Deployment as stored, defaults and all")
 	})
 }
 
