@@ -59,12 +59,6 @@ func requiredAccess(o Options) []access {
 	for _, verb := range []string{"list", "watch"} {
 		out = append(out, access{verb: verb, group: "apiextensions.k8s.io", resource: "customresourcedefinitions"})
 	}
-	if o.Attribution != nil && o.Attribution.admission() {
-		hint := "with the chart: attribution.source=admission or both grants it"
-		for _, verb := range []string{"get", "create", "update"} {
-			out = append(out, access{verb: verb, group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", hint: hint})
-		}
-	}
 	if o.LeaderElect {
 		ns := orDefault(o.LeaderElectionNamespace, o.OperatorNamespace)
 		for _, verb := range []string{"get", "create", "update"} {

@@ -151,13 +151,41 @@ func (r *Registrar) write(ctx context.Context, webhooks []admissionregistrationv
 	if err != nil {
 		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", r.Name, err)
 	}
-	cfg.Webhooks = webhooks
+	cfg.Webhooks = keepInjectedBundles(webhooks, cfg.Webhooks)
 	// An update that changes nothing the API server stores is not a write:
 	// the periodic resync costs no new version.
 	if err := r.Client.Update(ctx, &cfg); err != nil {
 		return fmt.Errorf("writing ValidatingWebhookConfiguration %s: %w", r.Name, err)
 	}
 	return nil
+}
+
+// keepInjectedBundles gives each webhook without a caBundle the one the
+// live configuration holds (its namesake's, else any): with CABundleFrom
+// empty something else injects it (cert-manager's cainjector), and a
+// write must not take it away.
+func keepInjectedBundles(desired, live []admissionregistrationv1.ValidatingWebhook) []admissionregistrationv1.ValidatingWebhook {
+	var anyBundle []byte
+	byName := map[string][]byte{}
+	for _, w := range live {
+		if len(w.ClientConfig.CABundle) > 0 {
+			byName[w.Name] = w.ClientConfig.CABundle
+			anyBundle = w.ClientConfig.CABundle
+		}
+	}
+	out := make([]admissionregistrationv1.ValidatingWebhook, len(desired))
+	for i, w := range desired {
+		out[i] = *w.DeepCopy()
+		if len(w.ClientConfig.CABundle) > 0 {
+			continue
+		}
+		if bundle, ok := byName[w.Name]; ok {
+			out[i].ClientConfig.CABundle = bundle
+		} else {
+			out[i].ClientConfig.CABundle = anyBundle
+		}
+	}
+	return out
 }
 
 // caBundle is the first caBundle of the operator's own configuration;
