@@ -114,22 +114,29 @@ func observerOperator(t *testing.T, ns string) (mirrorSetup, *harness.Redis, str
 // the mirrored types with the operator's caBundle.
 func waitObserverRegistered(t *testing.T, name string) {
 	t.Helper()
-	eventually(t, "the admission observer registered", func() bool {
+	waitObserverResources(t, name, "configmaps", "deployments", "deployments/scale")
+}
+
+// waitObserverResources waits for the observer's configuration to name
+// exactly resources (sorted), each webhook with a caBundle.
+func waitObserverResources(t *testing.T, name string, resources ...string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("the admission observer registered for %v", resources), func() bool {
 		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
 		if err := env.kube.Client().Get(context.Background(), client.ObjectKey{Name: name}, &vwc); err != nil {
 			return false
 		}
-		var resources []string
+		var registered []string
 		for _, w := range vwc.Webhooks {
 			if len(w.ClientConfig.CABundle) == 0 {
 				return false
 			}
 			for _, r := range w.Rules {
-				resources = append(resources, r.Resources...)
+				registered = append(registered, r.Resources...)
 			}
 		}
-		slices.Sort(resources)
-		return slices.Equal(resources, []string{"configmaps", "deployments", "deployments/scale"})
+		slices.Sort(registered)
+		return slices.Equal(registered, resources)
 	})
 }
 
@@ -152,7 +159,7 @@ func storedDigest(t *testing.T, apiVersion, kind, ns, name string) string {
 // per object; the OIDC claims of user.extra name the person.
 func TestTheAdmissionObserverTurnsEachReviewIntoAFact(t *testing.T) {
 	ns := "observed"
-	m, redis, _, _ := observerOperator(t, ns)
+	m, redis, observerConfig, _ := observerOperator(t, ns)
 	configMaps := followFacts(t, redis, facts.StreamKey{Route: "default", Resource: "configmaps"})
 	deployments := followFacts(t, redis, facts.StreamKey{Route: "default", Group: "apps", Resource: "deployments"})
 	ctx := context.Background()
@@ -240,6 +247,14 @@ func TestTheAdmissionObserverTurnsEachReviewIntoAFact(t *testing.T) {
 		require.Equal(t, string(d.UID), f.UID, "a Scale carries its parent's uid")
 		require.Equal(t, before, f.PreviousVersion)
 		require.Empty(t, f.Digest, "a Scale is not what the mirror writes")
+	})
+
+	t.Run("the registration follows the rules", func(t *testing.T) {
+		rule := watchRule(m.ns, "more", m.target, "services")
+		apply(t, rule)
+		waitObserverResources(t, observerConfig, "configmaps", "deployments", "deployments/scale", "services")
+		require.NoError(t, env.kube.Client().Delete(ctx, rule))
+		waitObserverResources(t, observerConfig, "configmaps", "deployments", "deployments/scale")
 	})
 }
 
