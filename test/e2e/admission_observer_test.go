@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -198,6 +199,33 @@ func TestTheAdmissionObserverTurnsEachReviewIntoAFact(t *testing.T) {
 		require.Equal(t, "update", f.Verb)
 		require.Equal(t, before, f.PreviousVersion, "an UPDATE's oldObject is at the version it was made against")
 		require.Equal(t, storedDigest(t, "v1", "ConfigMap", m.ns, "updated"), f.Digest)
+	})
+
+	t.Run("merge patch and server-side apply", func(t *testing.T) {
+		applied := func(value string) *unstructured.Unstructured {
+			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"namespace": m.ns, "name": "applied"}, "data": map[string]any{"v": value}}}
+			require.NoError(t, alice.Patch(ctx, u, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership))
+			return u
+		}
+		first := applied("1")
+		got, _ := configMaps.waitFor(t, "applied", 1)
+		require.Equal(t, "create", got[0].Verb, "an apply that creates is reviewed as a CREATE")
+		require.Equal(t, string(first.GetUID()), got[0].UID)
+		require.Equal(t, storedDigest(t, "v1", "ConfigMap", m.ns, "applied"), got[0].Digest)
+
+		second := applied("2")
+		got, _ = configMaps.waitFor(t, "applied", 2)
+		require.Equal(t, "update", got[1].Verb, "an apply that changes is reviewed as an UPDATE")
+		require.Equal(t, first.GetResourceVersion(), got[1].PreviousVersion)
+		require.Equal(t, storedDigest(t, "v1", "ConfigMap", m.ns, "applied"), got[1].Digest)
+
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"3"}}`))
+		require.NoError(t, alice.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "applied"}}, patch))
+		got, _ = configMaps.waitFor(t, "applied", 3)
+		require.Equal(t, "update", got[2].Verb, "a merge patch is reviewed as an UPDATE")
+		require.Equal(t, second.GetResourceVersion(), got[2].PreviousVersion)
+		require.Equal(t, storedDigest(t, "v1", "ConfigMap", m.ns, "applied"), got[2].Digest)
 	})
 
 	t.Run("a dry run yields no fact", func(t *testing.T) {
