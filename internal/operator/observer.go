@@ -85,16 +85,14 @@ func (s *observerSetup) changed() func() {
 }
 
 // setupObserver serves the observer on the operator's webhook server and
-// adds its registrar; nil when attribution does not use admission. claims
-// is read once the engine runs.
+// adds its registrar; nil when attribution does not use admission (checkOptions
+// made sure the webhook server exists when it does). claims is read once
+// the engine runs.
 func setupObserver(mgr ctrl.Manager, o Options, transport facts.Transport, reg prometheus.Registerer,
 	claims func() []rules.Claim) (*observerSetup, error) {
 	a := o.Attribution
 	if a == nil || !a.admission() {
 		return nil, nil
-	}
-	if o.Admission == nil {
-		return nil, errors.New("the admission observer is served by the operator's webhook server: it needs --admission-webhook-port")
 	}
 	om := metrics.NewObserverMetrics()
 	if err := om.Register(reg); err != nil {

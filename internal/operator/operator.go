@@ -5,6 +5,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -213,6 +214,10 @@ func checkOptions(o *Options) error {
 		a.resolveTransport(o.Redis != nil)
 		if err := a.check(o.Redis != nil); err != nil {
 			return fmt.Errorf("author attribution: %w", err)
+		}
+		if a.admission() && o.Admission == nil {
+			return errors.New("author attribution: the admission observer is served by the operator's webhook server: " +
+				"--author-attribution-source=" + a.Source + " needs --admission-webhook-port")
 		}
 		o.Attribution = &a
 	}
