@@ -113,4 +113,11 @@ func TestTheChartsRBACLetsTheOperatorRegisterTheObserver(t *testing.T) {
 	require.Equal(t, certs.CABundle(), got.Webhooks[0].ClientConfig.CABundle)
 	require.Equal(t, observer.Path, *got.Webhooks[0].ClientConfig.Service.Path)
 	require.Equal(t, []string{"configmaps"}, got.Webhooks[0].Rules[0].Resources)
+
+	// The periodic resync writes the same webhooks again: the API server
+	// stores nothing new.
+	require.NoError(t, registrar.Sync(ctx(t), true))
+	var again admissionregistrationv1.ValidatingWebhookConfiguration
+	require.NoError(t, env.kube.Client().Get(ctx(t), client.ObjectKey{Name: "obs-gitops-reverser-observer"}, &again))
+	require.Equal(t, got.ResourceVersion, again.ResourceVersion, "a resync that changes nothing is no write")
 }
