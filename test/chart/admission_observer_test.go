@@ -63,6 +63,19 @@ func TestTheAuditSourceRendersNoObserver(t *testing.T) {
 	}
 }
 
+// TestTheWebhookPortIsThePodsPort: the API server connects to the Pod's
+// port, so a GKE private cluster (control plane to nodes on 443 and 10250
+// only) serves the webhooks on 10250.
+func TestTheWebhookPortIsThePodsPort(t *testing.T) {
+	objs := render(t, "gr", "gitops-reverser", "admission: {port: 10250}\n"+admissionSource)
+	require.Contains(t, containerArgs(t, objs), "--admission-webhook-port=10250")
+	for _, p := range operatorContainer(t, objs)["ports"].([]any) {
+		if port := p.(map[string]any); port["name"] == "admission" {
+			require.EqualValues(t, 10250, port["containerPort"])
+		}
+	}
+}
+
 func TestTheObserverRefusesToRender(t *testing.T) {
 	cases := []struct{ name, values, want string }{
 		{"without the admission webhook", "admission: {enabled: false}\n" + admissionSource,
