@@ -257,6 +257,29 @@ func TestTheAdmissionObserverTurnsEachReviewIntoAFact(t *testing.T) {
 		}
 	})
 
+	t.Run("a delete held by a finalizer", func(t *testing.T) {
+		cm := configMap(m.ns, "finalized", nil)
+		cm.Finalizers = []string{"example.com/hold"}
+		require.NoError(t, alice.Create(ctx, cm))
+		require.NoError(t, alice.Delete(ctx, cm))
+		controller := actor(t, "system:serviceaccount:"+m.ns+":controller", nil)
+		require.NoError(t, controller.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "finalized"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
+		require.NoError(t, alice.Create(ctx, configMap(m.ns, "after-finalized", nil)))
+		_, upTo := configMaps.waitFor(t, "after-finalized", 1)
+		var about []facts.Fact
+		for _, f := range upTo {
+			if f.Name == "finalized" {
+				about = append(about, f)
+			}
+		}
+		require.Len(t, about, 3, "create, delete, finalizer removal; the final removal is not reviewed")
+		require.Equal(t, []string{"create", "delete", "update"}, []string{about[0].Verb, about[1].Verb, about[2].Verb})
+		require.Equal(t, "alice", about[1].Actor.Username, "the delete names the deleter")
+		require.Equal(t, "system:serviceaccount:"+m.ns+":controller", about[2].Actor.Username)
+		require.Equal(t, string(cm.UID), about[2].UID)
+	})
+
 	t.Run("scale arrives as an UPDATE of the parent", func(t *testing.T) {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
