@@ -57,6 +57,9 @@ type Registrar struct {
 
 	changed chan struct{}
 	last    []admissionregistrationv1.ValidatingWebhook
+	// subresources are discovery's answers per group/version, asked again
+	// on every forced (periodic) sync: claims change on every reconcile.
+	subresources map[schema.GroupVersion]map[string]bool
 }
 
 // NewRegistrar is r, ready for Changed and Start.
@@ -119,6 +122,9 @@ func (r *Registrar) Sync(ctx context.Context, force bool) error {
 		spec.ClientConfig.CABundle = bundle
 	}
 	if spec.Scalable == nil {
+		if force {
+			r.subresources = nil
+		}
 		spec.Scalable = r.scalable()
 	}
 	desired := Webhooks(r.Claims(), spec)
@@ -206,17 +212,19 @@ func (r *Registrar) caBundle(ctx context.Context) ([]byte, error) {
 	return nil, errors.New("ValidatingWebhookConfiguration " + r.CABundleFrom + " has no caBundle yet")
 }
 
-// scalable asks discovery, once per group/version per pass, which
-// resources serve /scale; a group/version discovery cannot answer has
-// none (the next resync asks again).
+// scalable asks discovery, once per group/version until the next forced
+// sync, which resources serve /scale; a group/version discovery cannot
+// answer has none until then.
 func (r *Registrar) scalable() func(schema.GroupVersionResource) bool {
 	if r.Discovery == nil {
 		return nil
 	}
-	byGV := map[schema.GroupVersion]map[string]bool{}
+	if r.subresources == nil {
+		r.subresources = map[schema.GroupVersion]map[string]bool{}
+	}
 	return func(gvr schema.GroupVersionResource) bool {
 		gv := gvr.GroupVersion()
-		subs, ok := byGV[gv]
+		subs, ok := r.subresources[gv]
 		if !ok {
 			subs = map[string]bool{}
 			if list, err := r.Discovery.ServerResourcesForGroupVersion(gv.String()); err == nil {
@@ -224,7 +232,7 @@ func (r *Registrar) scalable() func(schema.GroupVersionResource) bool {
 					subs[res.Name] = true
 				}
 			}
-			byGV[gv] = subs
+			r.subresources[gv] = subs
 		}
 		return subs[gvr.Resource+"/scale"]
 	}
