@@ -63,9 +63,10 @@ bench-cursors: test-binaries ## Run the warm-restart benchmark (resume cursors i
 # The attribution figures of docs/benchmarks.md: the audit ingress on one
 # core (events/s) and the fact index's heap per 100,000 facts.
 .PHONY: bench-attribution
-bench-attribution: ## Run the attribution benchmarks (ingress throughput, index memory)
+bench-attribution: ## Run the attribution benchmarks (ingress throughput, index memory, the observer's cost per review)
 	$(GO) test ./internal/audit/ -run '^$$' -bench '^BenchmarkHandler$$' -cpu 1 -benchtime 2s -v
 	$(GO) test ./internal/attribution/ -run '^$$' -bench '^BenchmarkIndexMemory$$' -benchtime 1x -v
+	$(GO) test ./internal/admission/observer/ -run '^$$' -bench '^BenchmarkHandlerUpdate$$' -benchtime 2s -v
 
 .PHONY: demo
 demo: ## Run the operator on a local control plane and a local Git remote

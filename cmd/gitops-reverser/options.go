@@ -66,6 +66,14 @@ type attributionFlags struct {
 	insecure                               bool
 	grace, factTTL                         time.Duration
 	replicas                               int
+	source                                 string
+	observer                               observerFlags
+}
+
+// observerFlags are the admission observer's flags.
+type observerFlags struct {
+	webhookConfiguration, service, serviceNamespace, url string
+	servicePort, timeoutSeconds                          int
 }
 
 func defaultFlags() flags {
@@ -76,8 +84,9 @@ func defaultFlags() flags {
 	return flags{metricsAddr: ":8080", probeAddr: ":8081", leaderElect: true, operatorNamespace: ns,
 		branchBufferMaxSize: "8Mi", targetResync: 30 * time.Second, commitRequestRetention: 24 * time.Hour,
 		redis: redisFlags{keyPrefix: redisconn.DefaultKeyPrefix},
-		attribution: attributionFlags{enabled: true, bindAddress: ":9444",
-			grace: operator.DefaultAttributionGrace, factTTL: operator.DefaultFactTTL, replicas: 1}}
+		attribution: attributionFlags{enabled: true, bindAddress: ":9444", source: operator.SourceAudit,
+			observer: observerFlags{servicePort: 443},
+			grace:    operator.DefaultAttributionGrace, factTTL: operator.DefaultFactTTL, replicas: 1}}
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -149,6 +158,20 @@ func (a *attributionFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&a.caFile, "audit-client-ca-file", a.caFile, "CA that signed the API server's audit client certificate (PEM).")
 	fs.BoolVar(&a.insecure, "audit-insecure", a.insecure, "Accept audit posts without a client certificate (never in production).")
 	fs.IntVar(&a.replicas, "replica-count", a.replicas, "How many replicas of the operator run (the memory transport needs exactly one).")
+	fs.StringVar(&a.source, "author-attribution-source", a.source,
+		"Where attribution facts come from: audit (the API server's audit webhook), admission (the admission observer, "+
+			"for managed clusters; needs --admission-webhook-port) or both (docs/attribution-admission.md).")
+	fs.StringVar(&a.observer.webhookConfiguration, "admission-observer-configuration", a.observer.webhookConfiguration,
+		"ValidatingWebhookConfiguration the operator writes the admission observer's webhooks into.")
+	fs.StringVar(&a.observer.service, "admission-observer-service", a.observer.service,
+		"Service the API server calls the admission observer through (the webhook server's Service).")
+	fs.StringVar(&a.observer.serviceNamespace, "admission-observer-service-namespace", a.observer.serviceNamespace,
+		"Namespace of --admission-observer-service (default: --operator-namespace).")
+	fs.IntVar(&a.observer.servicePort, "admission-observer-service-port", a.observer.servicePort, "Port of --admission-observer-service.")
+	fs.StringVar(&a.observer.url, "admission-observer-url", a.observer.url,
+		"https://host:port the API server calls the admission observer at, instead of a Service.")
+	fs.IntVar(&a.observer.timeoutSeconds, "admission-observer-timeout-seconds", a.observer.timeoutSeconds,
+		"How long the API server waits for a review (1 or 2; default 2) before it lets the write through.")
 }
 
 // options is nil when attribution is off.
@@ -158,7 +181,20 @@ func (a attributionFlags) options() *operator.AttributionOptions {
 	}
 	return &operator.AttributionOptions{ListenAddr: a.bindAddress, CertFile: a.certFile, KeyFile: a.keyFile,
 		ClientCAFile: a.caFile, Insecure: a.insecure, RouteAnnotationKey: a.routeAnnotationKey, Transport: a.transport,
-		Replicas: a.replicas, Grace: a.grace, FactTTL: a.factTTL}
+		Replicas: a.replicas, Grace: a.grace, FactTTL: a.factTTL, Source: a.source}
+}
+
+// options is nil when the source does not use admission.
+func (o observerFlags) options(source, operatorNamespace string) *operator.ObserverOptions {
+	if source != operator.SourceAdmission && source != operator.SourceBoth {
+		return nil
+	}
+	ns := o.serviceNamespace
+	if ns == "" {
+		ns = operatorNamespace
+	}
+	return &operator.ObserverOptions{WebhookConfiguration: o.webhookConfiguration, ServiceName: o.service,
+		ServiceNamespace: ns, ServicePort: int32(o.servicePort), URL: o.url, TimeoutSeconds: int32(o.timeoutSeconds)}
 }
 
 func (f flags) options() (operator.Options, error) {
@@ -170,12 +206,16 @@ func (f flags) options() (operator.Options, error) {
 	for _, s := range commaList(f.additionalSensitive) {
 		sensitive = append(sensitive, schema.ParseGroupResource(s))
 	}
+	attribution := f.attribution.options()
+	if attribution != nil {
+		attribution.Observer = f.attribution.observer.options(f.attribution.source, f.operatorNamespace)
+	}
 	return operator.Options{
 		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, LeaderElect: f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS, OperatorNamespace: f.operatorNamespace,
 		CredentialNamespaces: commaList(f.credentialNamespaces),
 		BufferMax:            int(q.Value()), AdditionalSensitive: sensitive, TargetResync: f.targetResync,
-		RecoverPanic: true, Attribution: f.attribution.options(), Admission: f.admission.options(),
+		RecoverPanic: true, Attribution: attribution, Admission: f.admission.options(),
 		CommitRequestRetention: f.commitRequestRetention, Redis: f.redis.options(),
 	}, nil
 }

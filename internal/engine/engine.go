@@ -41,6 +41,10 @@ type Options struct {
 	Cursors mirror.CursorStore
 	// CursorObserver counts cursor writes and store errors.
 	CursorObserver mirror.CursorObserver
+	// ClaimsChanged, when set, is called after a target is applied or
+	// removed: LocalClaims may have changed (the admission observer's
+	// registration follows them). It must not block.
+	ClaimsChanged func()
 }
 
 // Attribution is the resolver a target's streams ask for the author of a

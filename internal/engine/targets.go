@@ -142,6 +142,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	entry.mirror.SetSensitiveWritable(spec.Encryption != nil)
 	entry.mirror.SetOperatorSecrets(spec.OperatorSecrets)
 	entry.mirror.Update(spec.Claims)
+	e.claimsChanged()
 	return nil
 }
 
@@ -239,6 +240,29 @@ func (e *Engine) RemoveTarget(ctx context.Context, key branch.TargetKey) {
 	_ = entry.worker.RemoveTarget(ctx, key)
 	e.releaseWorker(entry.spec.Worker)
 	e.releaseSource(entry.spec.Source)
+	e.claimsChanged()
+}
+
+// LocalClaims are the claims of every target that reads the operator's own
+// cluster, merged (rules.Merge): the types whose writes that cluster's API
+// server can show the admission observer. A suspended target's count too:
+// its streams keep watching.
+func (e *Engine) LocalClaims() []rules.Claim {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var all []rules.Claim
+	for _, t := range e.targets {
+		if t.source != nil && t.source.Local {
+			all = append(all, t.spec.Claims...)
+		}
+	}
+	return rules.Merge(rules.Result{Claims: all})
+}
+
+func (e *Engine) claimsChanged() {
+	if e.opts.ClaimsChanged != nil {
+		e.opts.ClaimsChanged()
+	}
 }
 
 // Status reports a target's runtime state; ok is false when it is not

@@ -17,10 +17,30 @@ const (
 	TransportRedis = "redis"
 )
 
+// Sources --author-attribution-source names: where facts come from.
+const (
+	// SourceAudit is the API server's audit webhook (the default): facts of
+	// persisted writes, exact, but it needs kube-apiserver flags.
+	SourceAudit = "audit"
+	// SourceAdmission is the admission observer: a validating webhook that
+	// works on every managed cluster, whose facts count once a watch event
+	// confirms them.
+	SourceAdmission = "admission"
+	// SourceBoth runs both; an audit fact wins over an admission fact for
+	// the same change (docs/attribution-admission.md).
+	SourceBoth = "both"
+)
+
 // AttributionOptions switch on audit attribution: the audit ingress, the
 // fact streams, the fact index and the resolver that names the author of
 // each live change. A nil *AttributionOptions is configured-author mode.
 type AttributionOptions struct {
+	// Source is SourceAudit, SourceAdmission or SourceBoth; "" is
+	// SourceAudit.
+	Source string
+	// Observer configures the admission observer; required with
+	// SourceAdmission or SourceBoth.
+	Observer *ObserverOptions
 	// ListenAddr is where the audit ingress serves HTTPS.
 	ListenAddr string
 	// CertFile and KeyFile are its serving certificate.
@@ -76,6 +96,19 @@ func (a *AttributionOptions) check(hasRedis bool) error {
 		return fmt.Errorf("--author-attribution-transport %q: want memory or redis", a.Transport)
 	case a.Transport == TransportMemory && a.Replicas > 1:
 		return fmt.Errorf("--author-attribution-transport=memory keeps facts in one process and is refused with %d replicas", a.Replicas)
+	case a.Source != "" && a.Source != SourceAudit && a.Source != SourceAdmission && a.Source != SourceBoth:
+		return fmt.Errorf("--author-attribution-source %q: want audit, admission or both", a.Source)
+	case a.admission() && a.Observer == nil:
+		return errors.New("--author-attribution-source=" + a.Source + " needs the admission observer's webhook configuration (--admission-observer-configuration)")
+	case a.admission():
+		if err := a.Observer.check(); err != nil {
+			return err
+		}
+	}
+	if !a.audit() {
+		return nil
+	}
+	switch {
 	case a.ListenAddr == "":
 		return errors.New("attribution needs the audit ingress address (--audit-bind-address)")
 	case a.CertFile == "" || a.KeyFile == "":
@@ -85,6 +118,14 @@ func (a *AttributionOptions) check(hasRedis bool) error {
 			"or --audit-insecure to accept any client (never in production)")
 	}
 	return nil
+}
+
+// audit reports whether the audit ingress runs.
+func (a *AttributionOptions) audit() bool { return a.Source != SourceAdmission }
+
+// admission reports whether the admission observer runs.
+func (a *AttributionOptions) admission() bool {
+	return a.Source == SourceAdmission || a.Source == SourceBoth
 }
 
 func (a *AttributionOptions) grace() time.Duration {

@@ -24,6 +24,25 @@ func TestAttributionOptionsNameTheFlagThatIsMissing(t *testing.T) {
 		{"memory with two replicas", func(a *AttributionOptions) { a.Replicas = 2 }, "refused with 2 replicas"},
 		{"redis without Redis", func(a *AttributionOptions) { a.Transport = TransportRedis }, "needs --redis-addr"},
 		{"unknown transport", func(a *AttributionOptions) { a.Transport = "kafka" }, `"kafka"`},
+		{"unknown source", func(a *AttributionOptions) { a.Source = "logs" }, "--author-attribution-source"},
+		{"admission without the observer's configuration", func(a *AttributionOptions) { a.Source = SourceAdmission },
+			"--admission-observer-configuration"},
+		{"admission alone needs no audit ingress", func(a *AttributionOptions) {
+			*a = AttributionOptions{Transport: TransportMemory, Replicas: 1, Source: SourceAdmission,
+				Observer: &ObserverOptions{WebhookConfiguration: "observer", ServiceName: "svc", ServiceNamespace: "ns"}}
+		}, ""},
+		{"both still need the audit ingress", func(a *AttributionOptions) {
+			a.Source, a.CertFile = SourceBoth, ""
+			a.Observer = &ObserverOptions{WebhookConfiguration: "observer", URL: "https://127.0.0.1:9443"}
+		}, "--audit-cert-file"},
+		{"an observer with a Service and a URL", func(a *AttributionOptions) {
+			a.Source = SourceBoth
+			a.Observer = &ObserverOptions{WebhookConfiguration: "observer", ServiceName: "svc", ServiceNamespace: "ns", URL: "https://x"}
+		}, "exactly one of a Service"},
+		{"an observer timeout over two seconds", func(a *AttributionOptions) {
+			a.Source = SourceAdmission
+			a.Observer = &ObserverOptions{WebhookConfiguration: "observer", URL: "https://x", TimeoutSeconds: 5}
+		}, "--admission-observer-timeout-seconds 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := valid()
@@ -59,4 +78,12 @@ func TestTheRedisTransportIsTheDefaultWhereRedisIsConfigured(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestTheAdmissionSourceNeedsTheWebhookServer(t *testing.T) {
+	o := Options{Attribution: &AttributionOptions{Transport: TransportMemory, Replicas: 1, Source: SourceAdmission,
+		Observer: &ObserverOptions{WebhookConfiguration: "observer", URL: "https://127.0.0.1:9443"}}}
+	require.ErrorContains(t, checkOptions(&o), "needs --admission-webhook-port")
+	o.Admission = &AdmissionOptions{Port: 9443, ServiceHost: "127.0.0.1"}
+	require.NoError(t, checkOptions(&o))
 }

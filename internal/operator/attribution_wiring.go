@@ -42,8 +42,10 @@ func setupAttribution(mgr ctrl.Manager, a *AttributionOptions, redis *redisSetup
 	if err != nil {
 		return nil, err
 	}
-	if err := setupAuditIngress(mgr, a, transport, reg, certs, recoverPanic); err != nil {
-		return nil, err
+	if a.audit() {
+		if err := setupAuditIngress(mgr, a, transport, reg, certs, recoverPanic); err != nil {
+			return nil, err
+		}
 	}
 	pipeline := newAttributionPipeline(a, transport, index, observer)
 	if a.Transport == TransportRedis {
@@ -179,6 +181,14 @@ func newAttributionPipeline(a *AttributionOptions, transport facts.Transport, in
 		follower:  &attribution.Follower{Transport: transport, TransportName: a.Transport, Index: index, Observer: observer},
 		resolver:  &attribution.Resolver{Index: index, Grace: a.grace(), Observer: observer},
 	}
+}
+
+// factTransport is where facts are published; nil when attribution is off.
+func (p *attributionPipeline) factTransport() facts.Transport {
+	if p == nil {
+		return nil
+	}
+	return p.transport
 }
 
 // engineAttribution is what the engine hands each target's streams.

@@ -5,6 +5,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -32,6 +33,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/metrics"
 	"github.com/configbutler/gitops-reverser/internal/redisconn"
 	"github.com/configbutler/gitops-reverser/internal/redisstore"
+	"github.com/configbutler/gitops-reverser/internal/rules"
 )
 
 // Options are the operator's settings.
@@ -149,7 +151,13 @@ func Run(ctx context.Context, o Options) error {
 		engineOpts.CursorObserver = redis.observer
 		webhooks.share(&redisstore.Submitters{Client: redis.client, Prefix: o.Redis.Prefix()}, redis.observer)
 	}
-	eng := engine.New(engineOpts)
+	var eng *engine.Engine
+	observed, err := setupObserver(mgr, o, pipeline.factTransport(), reg, func() []rules.Claim { return eng.LocalClaims() })
+	if err != nil {
+		return err
+	}
+	engineOpts.ClaimsChanged = observed.changed()
+	eng = engine.New(engineOpts)
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)
 	}
@@ -206,6 +214,10 @@ func checkOptions(o *Options) error {
 		a.resolveTransport(o.Redis != nil)
 		if err := a.check(o.Redis != nil); err != nil {
 			return fmt.Errorf("author attribution: %w", err)
+		}
+		if a.admission() && o.Admission == nil {
+			return errors.New("author attribution: the admission observer is served by the operator's webhook server: " +
+				"--author-attribution-source=" + a.Source + " needs --admission-webhook-port")
 		}
 		o.Attribution = &a
 	}

@@ -50,6 +50,8 @@ func variants() []variant {
 		// 10.0.0.0/24 is kube-apiserver's default Service range (the harness's).
 		{"attributionByAddress", "attribution: {enabled: true, service: {clusterIP: 10.0.0.244}, " +
 			"webhookURL: \"https://10.0.0.244:9444/audit-webhook/default\"}\n"},
+		{"attributionAdmission", "attribution: {enabled: true, source: admission}\n"},
+		{"attributionBoth", "attribution: {enabled: true, source: both, admission: {timeoutSeconds: 1}}\n"},
 		{"redis", redisValues},
 		{"credentialNamespaces", "rbac: {credentialNamespaces: [team-a, team-b], generateSigningKeys: true}\n"},
 		{"clusterWideSecrets", "rbac: {clusterWideSecrets: true, generateEncryptionKeys: true}\n"},

@@ -40,7 +40,7 @@ func definedFamilies(t *testing.T) map[string]bool {
 	for _, m := range []interface {
 		Register(prometheus.Registerer) error
 	}{metrics.New(), metrics.NewForgeMetrics(), metrics.NewRedisMetrics(), metrics.NewAdmissionMetrics(),
-		metrics.NewAuditMetrics(), metrics.NewAttributionMetrics(), metrics.NewCertificateMetrics()} {
+		metrics.NewAuditMetrics(), metrics.NewAttributionMetrics(), metrics.NewCertificateMetrics(), metrics.NewObserverMetrics()} {
 		require.NoError(t, m.Register(reg))
 	}
 	require.True(t, reg.names["gitopsreverser_commits_total"], "families read: %v", reg.names)

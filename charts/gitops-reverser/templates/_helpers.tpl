@@ -110,6 +110,27 @@ static-pod kube-apiserver cannot resolve a .svc name).
 {{- end -}}
 
 {{/*
+"true" when attribution takes facts from the API server's audit webhook
+(attribution.source audit or both), else "".
+*/}}
+{{- define "gitops-reverser.auditOn" -}}
+{{- if and .Values.attribution.enabled (has .Values.attribution.source (list "audit" "both")) -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+"true" when attribution takes facts from the admission observer
+(attribution.source admission or both), else "".
+*/}}
+{{- define "gitops-reverser.observerOn" -}}
+{{- if and .Values.attribution.enabled (has .Values.attribution.source (list "admission" "both")) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The admission observer's ValidatingWebhookConfiguration. */}}
+{{- define "gitops-reverser.observerConfiguration" -}}
+{{- printf "%s-observer" (include "gitops-reverser.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
 Attribution's preconditions, checked where the Deployment renders. The
 memory transport keeps facts in one process: a second replica would miss
 the facts the first received.
@@ -122,7 +143,10 @@ the facts the first received.
 {{- if and .Values.attribution.existingSecret .Values.attribution.certManager.enabled -}}
 {{- fail "attribution.existingSecret names a Secret you manage, attribution.certManager.enabled has cert-manager issue one: set only one of them" -}}
 {{- end -}}
-{{- if and .Values.attribution.certManager.enabled (not (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
+{{- if and (include "gitops-reverser.observerOn" .) (not .Values.admission.enabled) -}}
+{{- fail (printf "attribution.source=%s serves the admission observer on the operator's webhook server: it needs admission.enabled=true" .Values.attribution.source) -}}
+{{- end -}}
+{{- if and .Values.attribution.certManager.enabled (include "gitops-reverser.auditOn" .) (not (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
 {{- fail "attribution.certManager.enabled=true needs cert-manager (the cert-manager.io/v1 API) in the cluster; install it, or set it false and the chart generates the certificates" -}}
 {{- end -}}
 {{- end -}}

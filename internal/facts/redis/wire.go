@@ -18,9 +18,15 @@ const (
 	fieldFact = "f"
 )
 
-// wireVersion is written into every encoded fact so that a later layout can
+// wireVersion is written into every audit fact so that a later layout can
 // be told apart from this one by a process of either version.
-const wireVersion = 1
+// wireVersionAdmission is written into every admission fact: a process that
+// knows only wireVersion skips it (and reports a decode error) instead of
+// reading a fact it cannot join as an audit fact.
+const (
+	wireVersion          = 1
+	wireVersionAdmission = 2
+)
 
 // wireFact is facts.Fact as it is stored; Stream is not stored, since the
 // stream key names it. Slices carry no omitempty: a nil and an empty slice
@@ -41,6 +47,9 @@ type wireFact struct {
 	Email           string      `json:"email,omitempty"`
 	Stage           time.Time   `json:"stage"`
 	Collection      *wireCollex `json:"coll"`
+	Source          string      `json:"src,omitempty"`
+	PreviousVersion string      `json:"prev,omitempty"`
+	Digest          string      `json:"dig,omitempty"`
 }
 
 type wireCollex struct {
@@ -54,7 +63,10 @@ func encodeFact(f facts.Fact) (string, error) {
 		V: wireVersion, AuditID: f.AuditID, Version: f.Version, Verb: f.Verb, Subresource: f.Subresource,
 		Namespace: f.Namespace, Name: f.Name, UID: f.UID, ResourceVersion: f.ResourceVersion,
 		Username: f.Actor.Username, Groups: f.Actor.Groups, DisplayName: f.Actor.DisplayName,
-		Email: f.Actor.Email, Stage: f.Stage,
+		Email: f.Actor.Email, Stage: f.Stage, Source: f.Source, PreviousVersion: f.PreviousVersion, Digest: f.Digest,
+	}
+	if f.Source != facts.SourceAudit {
+		w.V = wireVersionAdmission
 	}
 	if c := f.Collection; c != nil {
 		w.Collection = &wireCollex{LabelSelector: c.LabelSelector, FieldSelector: c.FieldSelector, UIDs: c.UIDs}
@@ -89,14 +101,14 @@ func decodeEntry(key facts.StreamKey, values map[string]any) (uint64, facts.Fact
 	if err := json.Unmarshal([]byte(raw), &w); err != nil {
 		return seq, facts.Fact{}, fmt.Errorf("decoding fact: %w", err)
 	}
-	if w.V != wireVersion {
-		return seq, facts.Fact{}, fmt.Errorf("fact wire version %d, want %d", w.V, wireVersion)
+	if w.V != wireVersion && w.V != wireVersionAdmission {
+		return seq, facts.Fact{}, fmt.Errorf("fact wire version %d, want %d or %d", w.V, wireVersion, wireVersionAdmission)
 	}
 	f := facts.Fact{
 		AuditID: w.AuditID, Stream: key, Version: w.Version, Verb: w.Verb, Subresource: w.Subresource,
 		Namespace: w.Namespace, Name: w.Name, UID: w.UID, ResourceVersion: w.ResourceVersion,
 		Actor: facts.Actor{Username: w.Username, Groups: w.Groups, DisplayName: w.DisplayName, Email: w.Email},
-		Stage: w.Stage,
+		Stage: w.Stage, Source: w.Source, PreviousVersion: w.PreviousVersion, Digest: w.Digest,
 	}
 	if c := w.Collection; c != nil {
 		f.Collection = &facts.Collection{LabelSelector: c.LabelSelector, FieldSelector: c.FieldSelector, UIDs: c.UIDs}
