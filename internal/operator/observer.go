@@ -28,8 +28,10 @@ type ObserverOptions struct {
 	// owns: it writes its webhooks (created when absent).
 	WebhookConfiguration string
 	// ServiceNamespace, ServiceName and ServicePort reach the webhook in
-	// cluster (port 443 when zero): the API server calls through the
-	// Service, so a GKE private cluster needs no extra firewall rule.
+	// cluster (port 443 when zero). The API server connects to the Pod's
+	// target port behind the Service, which on a GKE private cluster must be
+	// one its firewall lets the control plane reach (the chart's
+	// admission.port; see docs/attribution-admission.md).
 	ServiceNamespace, ServiceName string
 	ServicePort                   int32
 	// URL reaches the webhook instead of a Service (an API server outside
