@@ -41,7 +41,29 @@ type Fact struct {
 	// Collection is set on a deletecollection fact: the scope it covered
 	// and the objects the API server said it deleted.
 	Collection *Collection
+	// Source is where the fact came from: SourceAudit (post-persist, exact) or
+	// SourceAdmission (a review, before the write is persisted: it counts only
+	// once a watch event confirms it).
+	Source string
+	// PreviousVersion is, for an admission UPDATE, the oldObject's
+	// resourceVersion: the version the write was made against.
+	PreviousVersion string
+	// Digest is, for an admission CREATE or UPDATE, sanitize.Digest of the
+	// reviewed object: what the mirror would write of it.
+	Digest string
 }
+
+// The fact sources. An admission fact has no ResourceVersion (the review
+// precedes the write); its AuditID is the review's request uid and its
+// Stage the time the review was received.
+const (
+	SourceAudit     = "" // zero value: every existing fact is an audit fact
+	SourceAdmission = "admission"
+)
+
+// IsCandidate reports whether the fact is an admission review: a
+// candidate the watch must confirm before it names anyone.
+func (f Fact) IsCandidate() bool { return f.Source == SourceAdmission }
 
 // IsRemoval reports whether the fact is about a deletion.
 func (f Fact) IsRemoval() bool { return f.Verb == "delete" || f.Verb == "deletecollection" }

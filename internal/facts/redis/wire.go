@@ -19,8 +19,14 @@ const (
 )
 
 // wireVersion is written into every encoded fact so that a later layout can
-// be told apart from this one by a process of either version.
-const wireVersion = 1
+// be told apart from this one by a process of either version. An admission
+// fact is written as wireCandidateVersion: a process from before admission
+// facts skips it as undecodable instead of filing a review that may never
+// have persisted as an audit fact (which would name its actor at once).
+const (
+	wireVersion          = 1
+	wireCandidateVersion = 2
+)
 
 // wireFact is facts.Fact as it is stored; Stream is not stored, since the
 // stream key names it. Slices carry no omitempty: a nil and an empty slice
@@ -41,6 +47,9 @@ type wireFact struct {
 	Email           string      `json:"email,omitempty"`
 	Stage           time.Time   `json:"stage"`
 	Collection      *wireCollex `json:"coll"`
+	Source          string      `json:"src,omitempty"`
+	PreviousVersion string      `json:"prev,omitempty"`
+	Digest          string      `json:"digest,omitempty"`
 }
 
 type wireCollex struct {
@@ -54,7 +63,10 @@ func encodeFact(f facts.Fact) (string, error) {
 		V: wireVersion, AuditID: f.AuditID, Version: f.Version, Verb: f.Verb, Subresource: f.Subresource,
 		Namespace: f.Namespace, Name: f.Name, UID: f.UID, ResourceVersion: f.ResourceVersion,
 		Username: f.Actor.Username, Groups: f.Actor.Groups, DisplayName: f.Actor.DisplayName,
-		Email: f.Actor.Email, Stage: f.Stage,
+		Email: f.Actor.Email, Stage: f.Stage, Source: f.Source, PreviousVersion: f.PreviousVersion, Digest: f.Digest,
+	}
+	if f.IsCandidate() {
+		w.V = wireCandidateVersion
 	}
 	if c := f.Collection; c != nil {
 		w.Collection = &wireCollex{LabelSelector: c.LabelSelector, FieldSelector: c.FieldSelector, UIDs: c.UIDs}
@@ -89,14 +101,14 @@ func decodeEntry(key facts.StreamKey, values map[string]any) (uint64, facts.Fact
 	if err := json.Unmarshal([]byte(raw), &w); err != nil {
 		return seq, facts.Fact{}, fmt.Errorf("decoding fact: %w", err)
 	}
-	if w.V != wireVersion {
-		return seq, facts.Fact{}, fmt.Errorf("fact wire version %d, want %d", w.V, wireVersion)
+	if w.V != wireVersion && w.V != wireCandidateVersion {
+		return seq, facts.Fact{}, fmt.Errorf("fact wire version %d, want %d or %d", w.V, wireVersion, wireCandidateVersion)
 	}
 	f := facts.Fact{
 		AuditID: w.AuditID, Stream: key, Version: w.Version, Verb: w.Verb, Subresource: w.Subresource,
 		Namespace: w.Namespace, Name: w.Name, UID: w.UID, ResourceVersion: w.ResourceVersion,
 		Actor: facts.Actor{Username: w.Username, Groups: w.Groups, DisplayName: w.DisplayName, Email: w.Email},
-		Stage: w.Stage,
+		Stage: w.Stage, Source: w.Source, PreviousVersion: w.PreviousVersion, Digest: w.Digest,
 	}
 	if c := w.Collection; c != nil {
 		f.Collection = &facts.Collection{LabelSelector: c.LabelSelector, FieldSelector: c.FieldSelector, UIDs: c.UIDs}
