@@ -61,6 +61,15 @@ type Query struct {
 	// Received is when the watch delivered the event; the grace runs from
 	// it (now when zero).
 	Received time.Time
+	// Created is set for an ADDED event: the only write an admission
+	// review of a CREATE may confirm (an update whose previous version the
+	// stream does not know also has no PreviousVersion).
+	Created bool
+	// PreviousVersion is the resourceVersion of the stream's previous event
+	// for this object ("" for a create, or when the stream has none).
+	PreviousVersion string
+	// Digest is sanitize.Digest of the event's object ("" for a removal).
+	Digest string
 }
 
 // exactCapable: a create or update that carries the uid and rv its own

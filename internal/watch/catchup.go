@@ -37,6 +37,11 @@ func (s *Stream) listCatchUp(ctx context.Context) (*catchUp, error) {
 	c := &catchUp{versions: map[ObjectKey]uint64{}}
 	numeric := true
 	listRV, err := s.listVersions(ctx, func(namespace, name, resourceVersion string) {
+		if s.TrackPrevious {
+			// Where the object stands is the version its next write is
+			// made against.
+			s.remember(ObjectKey{namespace, name}, resourceVersion)
+		}
 		rv, ok := parseVersion(resourceVersion)
 		numeric = numeric && ok
 		c.versions[ObjectKey{namespace, name}] = rv

@@ -109,6 +109,7 @@ func (s *Stream) object(ctx context.Context, replay *replayState, ev Event) erro
 		s.advance(ev.Object.GetResourceVersion()) // superseded: Git is past it
 		return nil
 	}
+	s.previous(&ev)
 	if replay == nil && s.lanes != nil {
 		s.resuming = false // the API server answered from the cursor
 		return s.lanes.submit(ctx, ev)
@@ -189,7 +190,9 @@ func (s *Stream) listThenFollow(ctx context.Context) (string, error) {
 		for i := range list.Items {
 			obj := &list.Items[i]
 			replay.present = append(replay.present, ObjectKey{obj.GetNamespace(), obj.GetName()})
-			if err := s.deliver(ctx, Event{Kind: Upsert, Type: apiwatch.Added, Scope: s.Scope, Object: obj, Replay: true, Received: s.Clock.Now()}); err != nil {
+			ev := Event{Kind: Upsert, Type: apiwatch.Added, Scope: s.Scope, Object: obj, Replay: true, Received: s.Clock.Now()}
+			s.previous(&ev)
+			if err := s.deliver(ctx, ev); err != nil {
 				return "", err
 			}
 		}
@@ -203,4 +206,33 @@ func (s *Stream) listThenFollow(ctx context.Context) (string, error) {
 	}
 	s.advance(listRV)
 	return s.follow(ctx, listRV, nil)
+}
+
+// previous sets ev.PreviousVersion from the object's last version the
+// stream saw and remembers ev's (forgets the object on a Delete), with
+// TrackPrevious. The stream goroutine calls it in watch order, before the
+// event goes to a lane. A re-delivery of the very version the stream
+// already has (a resume's catch-up event at the listed version) has no
+// previous version the stream knows of.
+func (s *Stream) previous(ev *Event) {
+	if !s.TrackPrevious {
+		return
+	}
+	key := ObjectKey{ev.Object.GetNamespace(), ev.Object.GetName()}
+	rv := ev.Object.GetResourceVersion()
+	if last := s.versions[key]; last != rv {
+		ev.PreviousVersion = last
+	}
+	if ev.Kind == Delete {
+		delete(s.versions, key)
+		return
+	}
+	s.remember(key, rv)
+}
+
+func (s *Stream) remember(key ObjectKey, rv string) {
+	if s.versions == nil {
+		s.versions = map[ObjectKey]string{}
+	}
+	s.versions[key] = rv
 }
