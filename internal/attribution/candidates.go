@@ -74,7 +74,7 @@ func sameActor(a, b *facts.Actor) bool {
 
 // candidateOf is e as confirms reads it.
 func (e *entry) candidateOf() candidate {
-	c := candidate{removal: e.IsRemoval(), create: e.flags&candidateCreate != 0, uid: e.uid, digest: e.digest}
+	c := candidate{removal: e.IsRemoval(), create: e.flags&candidateCreate != 0, uid: e.uid, digest: e.stream.digests[e]}
 	if !c.create {
 		c.previousVersion = e.ref
 	}
@@ -87,7 +87,6 @@ func (e *entry) candidateOf() candidate {
 // against, a create without the digest of what it carried).
 func (s *streamIndex) fileCandidate(f facts.Fact, e *entry) []slotKey {
 	e.flags |= isCandidate
-	e.digest = f.Digest
 	var key slotKey
 	switch {
 	case f.Verb == "create" && f.Name != "" && f.Digest != "":
@@ -105,6 +104,9 @@ func (s *streamIndex) fileCandidate(f facts.Fact, e *entry) []slotKey {
 	default:
 		return nil
 	}
+	if f.Digest != "" {
+		s.digests[e] = f.Digest
+	}
 	e.held++
 	e.flags |= inCandidate
 	return []slotKey{key}
@@ -112,6 +114,7 @@ func (s *streamIndex) fileCandidate(f facts.Fact, e *entry) []slotKey {
 
 // unfileCandidate takes e out of the candidate lists.
 func (s *streamIndex) unfileCandidate(e *entry) {
+	delete(s.digests, e)
 	if e.flags&candidateCreate != 0 {
 		s.candidatesByName[e.ref] = removeEntry(s.candidatesByName[e.ref], e)
 		if len(s.candidatesByName[e.ref]) == 0 {

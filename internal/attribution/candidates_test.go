@@ -275,6 +275,7 @@ func TestAnUnconfirmedReviewExpiresWithTheTTL(t *testing.T) {
 	f.index.mu.RLock()
 	defer f.index.mu.RUnlock()
 	require.Empty(t, f.index.streams[configmaps].candidatesByUID)
+	require.Empty(t, f.index.streams[configmaps].digests)
 }
 
 func TestAReviewReadAgainIsFiledOnce(t *testing.T) {

@@ -66,6 +66,9 @@ type streamIndex struct {
 	// (candidates.go): update and delete reviews by uid, create reviews by
 	// nameRef, every review, oldest applied first.
 	candidatesByUID, candidatesByName map[string][]*entry
+	// digests are the candidates' digests of what the reviewed object
+	// would write: kept beside the entries, which audit facts share.
+	digests map[*entry]string
 	// order holds the stream's entries, oldest applied first (the type cap).
 	order entryList
 }
@@ -74,7 +77,8 @@ func newStreamIndex(key facts.StreamKey, ttl time.Duration) *streamIndex {
 	return &streamIndex{key: key, ttl: ttl, objects: map[string]object{},
 		byVersion: map[string]*entry{}, byName: map[string]*entry{},
 		collections: map[string][]*entry{}, candidatesByUID: map[string][]*entry{}, candidatesByName: map[string][]*entry{},
-		order: entryList{at: streamLink}}
+		digests: map[*entry]string{},
+		order:   entryList{at: streamLink}}
 }
 
 // object is the slots of one uid.
@@ -98,9 +102,7 @@ type entry struct {
 	// ref is the string the fact's other key needs: its resourceVersion
 	// (with or without a uid), its nameRef, or a scope collection's
 	// namespace; a candidate's previous version, or a create's nameRef.
-	ref string
-	// digest is a candidate's: what the reviewed object would write.
-	digest      string
+	ref         string
 	nextVersion *entry
 	// held counts the places that still point at it; at zero it is gone.
 	held                 int32
