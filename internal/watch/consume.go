@@ -220,7 +220,7 @@ func (s *Stream) previous(ev *Event) {
 	}
 	key := ObjectKey{ev.Object.GetNamespace(), ev.Object.GetName()}
 	rv := ev.Object.GetResourceVersion()
-	if last := s.versions[key]; last != rv {
+	if last := s.versions[key]; precedes(last, rv) {
 		ev.PreviousVersion = last
 	}
 	if ev.Kind == Delete {
@@ -235,4 +235,17 @@ func (s *Stream) remember(key ObjectKey, rv string) {
 		s.versions = map[ObjectKey]string{}
 	}
 	s.versions[key] = rv
+}
+
+// precedes reports whether last can be the version before rv: a different
+// one, and an older one where both are numbers (a version the stream
+// holds from a list taken after the event is not what it was made
+// against).
+func precedes(last, rv string) bool {
+	if last == "" || last == rv {
+		return false
+	}
+	l, okL := parseVersion(last)
+	r, okR := parseVersion(rv)
+	return !okL || !okR || l < r
 }
