@@ -1,10 +1,11 @@
 // Package attribution joins watch events to the attribution facts the audit
-// ingress published (architecture.md, "Optional attribution"): the Index
-// keeps the facts of the streams this process follows, bounded and TTL'd,
-// the Resolver finds the author of one watch event in it, waiting a short
-// grace for a fact still in flight, and the Follower feeds the Index from a
-// facts.Transport. The watch stream calls the Resolver; nothing here calls
-// the watch.
+// ingress and the admission observer published (architecture.md, "Optional
+// attribution"): the Index keeps the facts of the streams this process
+// follows, bounded and TTL'd (an admission fact is a candidate a watch
+// event must confirm, candidates.go), the Resolver finds the author of one
+// watch event in it, waiting a short grace for a fact still in flight, and
+// the Follower feeds the Index from a facts.Transport. The watch stream
+// calls the Resolver; nothing here calls the watch.
 package attribution
 
 import (

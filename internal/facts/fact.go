@@ -10,8 +10,8 @@ package facts
 
 import "time"
 
-// Fact is one accepted audit event reduced to what the resolver joins on
-// and the author it names.
+// Fact is one accepted audit event, or one admission review (Source),
+// reduced to what the resolver joins on and the author it names.
 type Fact struct {
 	// AuditID is the audit event's id, for diagnostics and dedupe.
 	AuditID string
