@@ -105,6 +105,11 @@ func (s *Stream) object(ctx context.Context, replay *replayState, ev Event) erro
 		}
 		s.catchingUp = false
 	}
+	if replay == nil && s.versionsUnknown {
+		if err := s.listPrevious(ctx); err != nil {
+			return err
+		}
+	}
 	if replay == nil && s.judge(ev.Type, ev.Object) {
 		s.advance(ev.Object.GetResourceVersion()) // superseded: Git is past it
 		return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 
 	"github.com/configbutler/gitops-reverser/internal/watch"
 )
@@ -74,4 +75,24 @@ func TestAResumedStreamKnowsTheListedVersionOfItsObjects(t *testing.T) {
 	require.Equal(t, "b", ev.Object.GetName())
 	require.NotEmpty(t, ev.PreviousVersion)
 	require.Equal(t, cursorAtB, ev.PreviousVersion, "b was listed at its create's version")
+}
+
+// A resumed watch whose first message is a bookmark has nothing to catch
+// up, yet a tracking stream still needs where its objects stand: its first
+// event lists them. Scripted: the API server decides when it sends a
+// bookmark.
+func TestAResumedStreamWhoseFirstMessageIsABookmarkListsItsObjectsVersions(t *testing.T) {
+	client := newFakeClient()
+	require.NoError(t, client.Tracker().Add(object("a", "14")))
+	require.NoError(t, client.Tracker().Add(object("b", "17")))
+	sc := &script{watches: [][]apiwatch.Event{{
+		{Type: apiwatch.Bookmark, Object: object("", "15")},
+		{Type: apiwatch.Modified, Object: object("a", "16")},
+		{Type: apiwatch.Modified, Object: object("b", "17")},
+	}}}
+	client.PrependWatchReactor("configmaps", sc.reactor)
+	got := runStream(t, client, &cursor{stored: "10"}, &counter{}, 3, func(s *watch.Stream) { s.TrackPrevious = true })
+	require.Equal(t, []watch.EventKind{watch.Resumed, watch.Upsert, watch.Upsert}, kinds(got))
+	require.Equal(t, "14", got[1].PreviousVersion, "a was made against the version the list found")
+	require.Empty(t, got[2].PreviousVersion, "b's listed version is the event's own: what came before is not known")
 }

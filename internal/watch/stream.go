@@ -177,6 +177,11 @@ type Stream struct {
 	// versions are the objects' last resourceVersions, with TrackPrevious
 	// (stream goroutine only).
 	versions map[ObjectKey]string
+	// versionsUnknown: the stream resumed from its cursor, tracks versions
+	// and has yet to list them (stream goroutine only): the catch-up's list
+	// does, and when a bookmark ended the catch-up before any event, the
+	// first event lists them.
+	versionsUnknown bool
 }
 
 // Forbidden is the source's RBAC refusing a stream's list or watch. Unlike
@@ -330,8 +335,8 @@ func (s *Stream) resource() dynamic.ResourceInterface {
 // replay opens a watch with sendInitialEvents and follows it; where the API
 // server refuses the streaming list it falls back to LIST then WATCH.
 func (s *Stream) replay(ctx context.Context) (string, error) {
-	s.catchingUp, s.catchUp = false, nil // a replay reports current state only
-	s.versions = nil                     // and the versions of its objects anew
+	s.catchingUp, s.catchUp = false, nil       // a replay reports current state only
+	s.versions, s.versionsUnknown = nil, false // and the versions of its objects anew
 	if err := s.deliver(ctx, Event{Kind: ReplayStart, Scope: s.Scope, Received: s.Clock.Now()}); err != nil {
 		return "", err
 	}
