@@ -45,8 +45,16 @@ func confirms(q Query, c candidate) bool {
 	case q.Removal || c.removal:
 		return q.Removal && c.removal && q.UID != "" && c.uid == q.UID
 	case c.create:
-		return q.Created && q.PreviousVersion == "" && q.Digest != "" && c.digest == q.Digest &&
-			(c.uid == "" || c.uid == q.UID)
+		// A create's review carries the uid the API server generated for
+		// it, so a refused create's review never matches a later object;
+		// one without a digest (a sensitive type) counts by that uid alone.
+		if !q.Created || q.PreviousVersion != "" || (c.uid != "" && c.uid != q.UID) {
+			return false
+		}
+		if c.digest == "" {
+			return c.uid != ""
+		}
+		return c.digest == q.Digest
 	default:
 		return q.PreviousVersion != "" && c.previousVersion == q.PreviousVersion && q.UID != "" && c.uid == q.UID &&
 			(c.digest == "" || c.digest == q.Digest)
