@@ -123,12 +123,9 @@ func TestTheAdmissionPathNamesTheActorOfEachChange(t *testing.T) {
 	})
 
 	t.Run("a scale through the subresource is its scaler's", func(t *testing.T) {
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}}}
+		d := webDeployment(m.ns)
 		require.NoError(t, alice.Create(ctx, d))
-		path := m.path + "/" + ns + "/deployments/web.yaml"
+		path := m.path + "/" + ns + "/apps/deployments/web.yaml"
 		eventually(t, "the Deployment in Git", func() bool { return containsLine(gitFile(t, m.repo, path), "  replicas: 1") })
 		require.Equal(t, aliceAuthor, authorOf(t, m, path))
 		var current appsv1.Deployment
@@ -217,32 +214,10 @@ func TestTheAdmissionPathNamesTheActorOfEachChange(t *testing.T) {
 		}
 		base := head(t, m.repo)
 		written := interleavedUpdates(t, m.ns, names)
-		finalValue := map[string]string{}
-		final := map[string]writtenVersion{}
-		for value, w := range written {
-			if w.rv > final[w.configMap].rv {
-				final[w.configMap], finalValue[w.configMap] = w, value
-			}
-		}
-		for name, value := range finalValue {
+		for name, value := range lastValues(written) {
 			inGit(t, name, "  v: "+value)
 		}
-		commits, unresolved, checked := 0, 0, 0
-		for _, sha := range commitsSince(t, m.repo, base) {
-			commits++
-			author := commitAuthor(t, m.repo, sha)
-			if author == unresolvedAuthor {
-				unresolved++
-				continue
-			}
-			for _, path := range changedFiles(t, m.repo, sha) {
-				value := valueAt(t, m.repo, sha, path)
-				w, ok := written[value]
-				require.True(t, ok, "commit %s: %s holds %q, which no actor wrote", sha, path, value)
-				require.Equal(t, gitAuthor(w.actor), author, "commit %s: %s holds %q, written by %s", sha, path, value, w.actor)
-				checked++
-			}
-		}
+		commits, unresolved, checked := checkAuthorsOfValues(t, m.repo, base, written)
 		t.Logf("%d updates, %d commits, %d files checked, 0 misattributed, %d unresolved commits",
 			len(written), commits, checked, unresolved)
 	})
@@ -291,4 +266,13 @@ func refusingWebhook(ns, url, user string) *admissionregistrationv1.ValidatingWe
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
 		}}}
+}
+
+// webDeployment is a one-replica Deployment ns/web (nothing runs it: the
+// harness has no controller manager).
+func webDeployment(ns string) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}}}
 }

@@ -10,12 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/configbutler/gitops-reverser/internal/admission/observer"
@@ -290,10 +288,7 @@ func TestTheAdmissionObserverTurnsEachReviewIntoAFact(t *testing.T) {
 	})
 
 	t.Run("scale arrives as an UPDATE of the parent", func(t *testing.T) {
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}}}
+		d := webDeployment(m.ns)
 		require.NoError(t, alice.Create(ctx, d))
 		created, _ := deployments.waitFor(t, "web", 1)
 		require.Equal(t, storedDigest(t, "apps/v1", "Deployment", m.ns, "web"), created[0].Digest,
