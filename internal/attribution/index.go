@@ -1,10 +1,11 @@
 // Package attribution joins watch events to the attribution facts the audit
-// ingress published (architecture.md, "Optional attribution"): the Index
-// keeps the facts of the streams this process follows, bounded and TTL'd,
-// the Resolver finds the author of one watch event in it, waiting a short
-// grace for a fact still in flight, and the Follower feeds the Index from a
-// facts.Transport. The watch stream calls the Resolver; nothing here calls
-// the watch.
+// ingress and the admission observer published (architecture.md, "Optional
+// attribution"): the Index keeps the facts of the streams this process
+// follows, bounded and TTL'd (an admission fact is a candidate a watch
+// event must confirm, candidates.go), the Resolver finds the author of one
+// watch event in it, waiting a short grace for a fact still in flight, and
+// the Follower feeds the Index from a facts.Transport. The watch stream
+// calls the Resolver; nothing here calls the watch.
 package attribution
 
 import (
@@ -36,7 +37,10 @@ const (
 //     never reach and the TTL does not bound (only the caps do): the
 //     earliest removal by stage time keeps it;
 //   - a deletecollection whose response named no uids is filed by
-//     namespace, for the scope tier.
+//     namespace, for the scope tier;
+//   - an admission fact is a candidate, filed apart from the audit facts
+//     and every one kept (candidates.go): it names nobody until a watch
+//     event confirms it.
 //
 // Expiry is checked on read, so an aged-out fact is never returned before
 // a sweep drops it. Apply trims expired facts from the oldest end;
@@ -151,6 +155,10 @@ func (x *Index) file(s *streamIndex, f facts.Fact, now time.Time) ([]slotKey, bo
 	var woken []slotKey
 
 	switch {
+	case f.IsCandidate():
+		if live {
+			woken = append(woken, s.fileCandidate(f, e)...)
+		}
 	case f.Collection != nil:
 		for _, uid := range f.Collection.UIDs {
 			if x.takeRemoval(s, uid, e) {

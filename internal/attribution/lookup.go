@@ -16,7 +16,14 @@ type match struct {
 	fact record
 }
 
-// lookup walks the tier ladder once and returns the answer, if any.
+// evidence is what the index holds for one watch event: the audit tiers'
+// answer and the admission candidates', either nil.
+type evidence struct {
+	audit, admission *match
+}
+
+// lookup walks the tier ladder once and asks the candidates: the evidence
+// the index holds for q now.
 //
 // A removal asks the sticky removal slot first (rule a) and takes only
 // deletion evidence (rule b): a write fact names who last edited the
@@ -28,18 +35,21 @@ type match struct {
 // a removal it did not make, and one that carries uid and rv never takes
 // the uid pointer (rule c): that pointer may name an older, different
 // author.
-func (x *Index) lookup(q Query, grace time.Duration) *match {
+func (x *Index) lookup(q Query, grace time.Duration) evidence {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	s := x.streams[q.Stream]
 	if s == nil {
-		return nil
+		return evidence{}
 	}
 	now := x.clock().Now()
+	ev := evidence{admission: s.confirmed(q, now)}
 	if q.Removal {
-		return s.lookupRemoval(q, now, grace)
+		ev.audit = s.lookupRemoval(q, now, grace)
+	} else {
+		ev.audit = s.lookupWrite(q, now)
 	}
-	return s.lookupWrite(q, now)
+	return ev
 }
 
 // version, latest, byRV and named are the live facts under the TTL'd

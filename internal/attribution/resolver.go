@@ -14,6 +14,10 @@ import (
 // (--author-attribution-grace).
 const DefaultGrace = 3 * time.Second
 
+// DefaultSettle is how long after its receipt an event takes a confirmed
+// admission candidate when admission is the only source (Resolver.Settle).
+const DefaultSettle = 250 * time.Millisecond
+
 // Tier names the evidence a resolution used
 // (attribution_resolutions_total{tier}), strongest first.
 type Tier string
@@ -38,13 +42,21 @@ const (
 	TierDeleteCollectionScope Tier = "deletecollection_scope"
 	// TierResourceVersion: a fact with no uid for this exact rv.
 	TierResourceVersion Tier = "resource_version"
+	// TierAdmission: admission reviews the event confirmed, all by the
+	// same actor (candidates.go). Below every audit tier: an audit fact
+	// is post-persist and exact, a review precedes a write that may fail.
+	TierAdmission Tier = "admission"
+	// TierAmbiguous: admission reviews the event confirmed name different
+	// actors. Unresolved: the reason is that the evidence disagrees, not
+	// that it is missing.
+	TierAmbiguous Tier = "ambiguous"
 	// TierAbsent: nothing usable arrived in time.
 	TierAbsent Tier = "absent"
 )
 
 // Tiers are every Tier, for zero series.
 var Tiers = []Tier{TierDeleteSticky, TierExact, TierDeleteCollectionUID, TierLatest, TierName,
-	TierDeleteCollectionScope, TierResourceVersion, TierAbsent}
+	TierDeleteCollectionScope, TierResourceVersion, TierAdmission, TierAmbiguous, TierAbsent}
 
 // Query is one watch event to attribute.
 type Query struct {
@@ -61,6 +73,15 @@ type Query struct {
 	// Received is when the watch delivered the event; the grace runs from
 	// it (now when zero).
 	Received time.Time
+	// Created is set for an ADDED event: the only write an admission
+	// review of a CREATE may confirm (an update whose previous version the
+	// stream does not know also has no PreviousVersion).
+	Created bool
+	// PreviousVersion is the resourceVersion of the stream's previous event
+	// for this object ("" for a create, or when the stream has none).
+	PreviousVersion string
+	// Digest is sanitize.Digest of the event's object ("" for a removal).
+	Digest string
 }
 
 // exactCapable: a create or update that carries the uid and rv its own
@@ -80,7 +101,7 @@ func (q Query) EventKind() string {
 // Resolution is who a watch event is attributed to.
 type Resolution struct {
 	Tier Tier
-	// Actor is the zero Actor when Tier is TierAbsent.
+	// Actor is the zero Actor when Tier is TierAbsent or TierAmbiguous.
 	Actor facts.Actor
 	// AuditID is the matched fact's, for diagnostics.
 	AuditID string
@@ -89,7 +110,9 @@ type Resolution struct {
 }
 
 // Resolved reports whether an actor was named.
-func (r Resolution) Resolved() bool { return r.Tier != TierAbsent && r.Tier != "" }
+func (r Resolution) Resolved() bool {
+	return r.Tier != TierAbsent && r.Tier != TierAmbiguous && r.Tier != ""
+}
 
 // ActorKind is "user", "serviceaccount" or "none" (absent), the
 // vocabulary of commits_total{author_kind}.
@@ -114,7 +137,21 @@ func (r Resolution) ActorKind() string {
 type Resolver struct {
 	Index *Index
 	// Grace bounds the wait for evidence (DefaultGrace when zero).
-	Grace    time.Duration
+	Grace time.Duration
+	// AdmissionOnly is set when admission reviews are the only facts the
+	// index is fed (no audit webhook): an event then takes the candidates
+	// it confirms once Settle has passed since it was received, without
+	// waiting the rest of the grace for an audit fact that never comes.
+	// Unset, candidates are the answer only at the end of the grace: an
+	// audit fact, post-persist and exact, wins whenever it arrives in time.
+	AdmissionOnly bool
+	// Settle is how long, with AdmissionOnly, an event waits after it was
+	// received before it takes a confirmed candidate (DefaultSettle when
+	// zero), so that a competing review of the same write still on its way
+	// through the transport (another replica's, through Redis) makes the
+	// answer ambiguous rather than wrong. Reviews precede their writes, so
+	// the ones that matter are usually filed before the event arrives.
+	Settle   time.Duration
 	Clock    clock.Clock
 	Observer Observer
 
@@ -138,59 +175,95 @@ func (r *Resolver) clock() clock.Clock {
 }
 
 // Resolve names the author of the event q describes: at once when the
-// index holds an answer, else after waiting, without polling, until a fact
-// that answers it is applied, the grace ends or ctx ends. A removal is
-// answered only by deletion evidence: without it the removal is
-// unresolved, however recently someone wrote the object.
+// index holds an audit answer, else after waiting, without polling, until
+// a fact that answers it is applied, the grace ends or ctx ends (decide
+// says when admission candidates answer). A removal is answered only by
+// deletion evidence: without it the removal is unresolved, however
+// recently someone wrote the object.
 func (r *Resolver) Resolve(ctx context.Context, q Query) Resolution {
 	c := r.clock()
 	start := c.Now()
 	grace := r.grace()
-	deadline := q.Received
-	if deadline.IsZero() {
-		deadline = start
+	received := q.Received
+	if received.IsZero() {
+		received = start
 	}
-	deadline = deadline.Add(grace)
+	graceEnd := received.Add(grace)
+	candidatesAt := graceEnd
+	if r.AdmissionOnly {
+		candidatesAt = received.Add(min(r.settle(), grace))
+	}
 
 	keys := waitKeys(q)
 	w := r.Index.register(q.Stream, keys)
 	defer r.Index.unregister(q.Stream, keys, w)
 
-	hit := r.Index.lookup(q, grace)
-	if hit == nil {
-		hit = r.wait(ctx, q, w, deadline.Sub(c.Now()))
+	var hit *match
+	for {
+		answer, final, lookAgain := decide(r.Index.lookup(q, grace), c.Now(), candidatesAt, graceEnd, r.AdmissionOnly)
+		if final || !r.sleep(ctx, w, lookAgain.Sub(c.Now())) {
+			hit = answer
+			break
+		}
 	}
 	res := Resolution{Tier: TierAbsent, Waited: c.Since(start)}
 	if hit != nil {
-		res.Tier, res.Actor, res.AuditID = hit.tier, *hit.fact.Actor, hit.fact.AuditID()
+		res.Tier = hit.tier
+		if hit.fact.Actor != nil {
+			res.Actor, res.AuditID = *hit.fact.Actor, hit.fact.AuditID()
+		}
 	}
 	r.observer().Resolved(q, res)
 	return res
 }
 
-// wait sleeps until a wake brings a hit, remaining passes or ctx ends,
-// looking again on every wake; it returns the hit, if any.
-func (r *Resolver) wait(ctx context.Context, q Query, w *waiter, remaining time.Duration) *match {
-	if remaining <= 0 {
-		return nil
+// decide is what the evidence answers at now, and whether that answer is
+// final; when it is not, look again by lookAgain (or when a fact wakes
+// the waiter). An audit answer wins at once. Admission candidates answer
+// from candidatesAt (the grace's end unless admission is the only source),
+// or at once when they disagree and no audit fact can come. Past the
+// grace's end with nothing, the event is unresolved.
+func decide(ev evidence, now, candidatesAt, graceEnd time.Time, admissionOnly bool) (answer *match, final bool, lookAgain time.Time) {
+	switch {
+	case ev.audit != nil:
+		return ev.audit, true, time.Time{}
+	case ev.admission != nil && admissionOnly && ev.admission.tier == TierAmbiguous:
+		return ev.admission, true, time.Time{}
+	case ev.admission != nil && !now.Before(candidatesAt):
+		return ev.admission, true, time.Time{}
+	case ev.admission != nil:
+		return nil, false, candidatesAt
+	case !now.Before(graceEnd):
+		return nil, true, time.Time{}
 	}
-	timer := r.clock().NewTimer(remaining)
+	return nil, false, graceEnd
+}
+
+// sleep waits until a wake, d passes or ctx ends; false when ctx ended
+// (the answer is then what the index held last).
+func (r *Resolver) sleep(ctx context.Context, w *waiter, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	timer := r.clock().NewTimer(d)
 	defer timer.Stop()
-	for {
-		if r.sleeping != nil {
-			r.sleeping()
-		}
-		select {
-		case <-w.wake:
-		case <-timer.C():
-			return nil
-		case <-ctx.Done():
-			return nil
-		}
-		if hit := r.Index.lookup(q, r.grace()); hit != nil {
-			return hit
-		}
+	if r.sleeping != nil {
+		r.sleeping()
 	}
+	select {
+	case <-w.wake:
+	case <-timer.C():
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+func (r *Resolver) settle() time.Duration {
+	if r.Settle > 0 {
+		return r.Settle
+	}
+	return DefaultSettle
 }
 
 func (r *Resolver) observer() Observer {
@@ -217,6 +290,12 @@ func waitKeys(q Query) []slotKey {
 		} else if q.UID != "" {
 			keys = append(keys, uidKey(q.UID))
 		}
+		if q.Created && q.Name != "" {
+			keys = append(keys, candidateNameKey(q.Namespace, q.Name))
+		}
+	}
+	if q.UID != "" {
+		keys = append(keys, candidateUIDKey(q.UID))
 	}
 	if q.Name != "" {
 		keys = append(keys, nameKey(q.Namespace, q.Name))

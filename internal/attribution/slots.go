@@ -17,6 +17,11 @@ const (
 	slotName
 	// slotNamespace is the scope tier's: collections without a uid set.
 	slotNamespace
+	// slotCandidateUID and slotCandidateName are the admission
+	// candidates': reviews of updates and deletes by uid, of creates by
+	// name.
+	slotCandidateUID
+	slotCandidateName
 )
 
 // slotKey is a waiter's key (wait.go); the index itself files facts in
@@ -33,6 +38,10 @@ func nameKey(namespace, name string) slotKey {
 	return slotKey{kind: slotName, a: namespace, b: name}
 }
 func namespaceKey(namespace string) slotKey { return slotKey{kind: slotNamespace, a: namespace} }
+func candidateUIDKey(uid string) slotKey    { return slotKey{kind: slotCandidateUID, a: uid} }
+func candidateNameKey(namespace, name string) slotKey {
+	return slotKey{kind: slotCandidateName, a: namespace, b: name}
+}
 
 // nameRef is the byName key of (namespace, name): a namespace holds no
 // slash, so the first one ends it.
@@ -53,6 +62,13 @@ type streamIndex struct {
 	byVersion, byName map[string]*entry
 	// collections are the deletecollections without a uid set, by namespace.
 	collections map[string][]*entry
+	// candidatesByUID and candidatesByName are the admission facts
+	// (candidates.go): update and delete reviews by uid, create reviews by
+	// nameRef, every review, oldest applied first.
+	candidatesByUID, candidatesByName map[string][]*entry
+	// digests are the candidates' digests of what the reviewed object
+	// would write: kept beside the entries, which audit facts share.
+	digests map[*entry]string
 	// order holds the stream's entries, oldest applied first (the type cap).
 	order entryList
 }
@@ -60,7 +76,9 @@ type streamIndex struct {
 func newStreamIndex(key facts.StreamKey, ttl time.Duration) *streamIndex {
 	return &streamIndex{key: key, ttl: ttl, objects: map[string]object{},
 		byVersion: map[string]*entry{}, byName: map[string]*entry{},
-		collections: map[string][]*entry{}, order: entryList{at: streamLink}}
+		collections: map[string][]*entry{}, candidatesByUID: map[string][]*entry{}, candidatesByName: map[string][]*entry{},
+		digests: map[*entry]string{},
+		order:   entryList{at: streamLink}}
 }
 
 // object is the slots of one uid.
@@ -83,7 +101,7 @@ type entry struct {
 	uid    string
 	// ref is the string the fact's other key needs: its resourceVersion
 	// (with or without a uid), its nameRef, or a scope collection's
-	// namespace.
+	// namespace; a candidate's previous version, or a create's nameRef.
 	ref         string
 	nextVersion *entry
 	// held counts the places that still point at it; at zero it is gone.
@@ -93,7 +111,7 @@ type entry struct {
 }
 
 // entryFlags say what a fact is and where it is filed.
-type entryFlags uint8
+type entryFlags uint16
 
 const (
 	isRemoval entryFlags = 1 << iota
@@ -105,8 +123,13 @@ const (
 	// ownRemoval: a delete fact in its own uid's sticky slot. A
 	// collection's are found through its uid set.
 	ownRemoval
+	// isCandidate: an admission fact; candidateCreate: a create's, filed
+	// by name; inCandidate: in its candidate list.
+	isCandidate
+	candidateCreate
+	inCandidate
 
-	ttlSlots = inLatest | inVersion | inRV | inName | inScope
+	ttlSlots = inLatest | inVersion | inRV | inName | inScope | inCandidate
 )
 
 func (e *entry) IsRemoval() bool { return e.flags&isRemoval != 0 }
@@ -129,6 +152,8 @@ func (s *streamIndex) live(e *entry, now time.Time) *entry {
 func (s *streamIndex) holds(f facts.Fact, id auditID) bool {
 	is := func(e *entry) bool { return e != nil && e.id == id }
 	switch {
+	case f.IsCandidate():
+		return s.holdsCandidate(f, id)
 	case f.Collection != nil:
 		for _, uid := range f.Collection.UIDs {
 			if is(s.objects[uid].removal) {
@@ -329,6 +354,9 @@ func (s *streamIndex) unfileTTL(e *entry) {
 	}
 	if e.flags&inName != 0 && s.byName[e.ref] == e {
 		delete(s.byName, e.ref)
+	}
+	if e.flags&inCandidate != 0 {
+		s.unfileCandidate(e)
 	}
 	if e.flags&inScope != 0 {
 		s.collections[e.ref] = removeEntry(s.collections[e.ref], e)

@@ -10,8 +10,8 @@ package facts
 
 import "time"
 
-// Fact is one accepted audit event reduced to what the resolver joins on
-// and the author it names.
+// Fact is one accepted audit event, or one admission review (Source),
+// reduced to what the resolver joins on and the author it names.
 type Fact struct {
 	// AuditID is the audit event's id, for diagnostics and dedupe.
 	AuditID string
@@ -53,13 +53,17 @@ type Fact struct {
 	Digest string
 }
 
-// The sources of a fact (Fact.Source).
+// The fact sources. An admission fact has no ResourceVersion (the review
+// precedes the write); its AuditID is the review's request uid and its
+// Stage the time the review was received.
 const (
-	// SourceAudit is the zero value: every audit fact.
-	SourceAudit = ""
-	// SourceAdmission is a fact of the admission observer.
+	SourceAudit     = "" // zero value: every existing fact is an audit fact
 	SourceAdmission = "admission"
 )
+
+// IsCandidate reports whether the fact is an admission review: a
+// candidate the watch must confirm before it names anyone.
+func (f Fact) IsCandidate() bool { return f.Source == SourceAdmission }
 
 // IsRemoval reports whether the fact is about a deletion.
 func (f Fact) IsRemoval() bool { return f.Verb == "delete" || f.Verb == "deletecollection" }

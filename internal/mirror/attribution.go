@@ -3,7 +3,7 @@ package mirror
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 
 	"github.com/configbutler/gitops-reverser/internal/attribution"
 	"github.com/configbutler/gitops-reverser/internal/branch"
@@ -35,22 +35,31 @@ func (a *Attribution) stream(c rules.Claim) facts.StreamKey {
 	return facts.StreamKey{Route: a.Route, Group: c.GVR.Group, Resource: c.GVR.Resource}
 }
 
-// authorOf names the author of a live change to obj; a replay has none
-// (its writes and sweeps are the committer's), nor has anything in
-// configured-author mode. The wait runs on the object's lane of the
-// claim's stream (watch.Stream.Prepare): it holds back the object's own
-// later events, never another object's.
-func (a *Attribution) authorOf(ctx context.Context, c rules.Claim, ev watch.Event, obj *unstructured.Unstructured) branch.Author {
+// authorOf names the author of a live change; a replay has none (its
+// writes and sweeps are the committer's), nor has anything in
+// configured-author mode. digest is sanitize.ContentDigest of what the
+// change writes ("" for a removal): an admission review is confirmed by
+// it. The wait runs on the object's lane of the claim's stream
+// (watch.Stream.Prepare): it holds back the object's own later events,
+// never another object's.
+func (a *Attribution) authorOf(ctx context.Context, c rules.Claim, ev watch.Event, digest string) branch.Author {
 	if a == nil || ev.Replay {
 		return branch.Author{}
 	}
-	res := a.Resolver.Resolve(ctx, attribution.Query{
-		Stream: a.stream(c), Version: c.GVR.Version, Namespace: obj.GetNamespace(), Name: obj.GetName(),
-		UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion(), Removal: ev.Kind == watch.Delete,
-		Labels: obj.GetLabels(), Received: ev.Received,
-	})
+	res := a.Resolver.Resolve(ctx, query(a.stream(c), c.GVR.Version, ev, digest))
 	if !res.Resolved() {
 		return attribution.GitAuthor(nil)
 	}
 	return attribution.GitAuthor(&res.Actor)
+}
+
+// query is the attribution question a watch event asks.
+func query(stream facts.StreamKey, version string, ev watch.Event, digest string) attribution.Query {
+	obj := ev.Object
+	return attribution.Query{
+		Stream: stream, Version: version, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion(), Removal: ev.Kind == watch.Delete,
+		Created: ev.Type == apiwatch.Added, PreviousVersion: ev.PreviousVersion, Digest: digest,
+		Labels: obj.GetLabels(), Received: ev.Received,
+	}
 }

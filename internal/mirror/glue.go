@@ -108,7 +108,7 @@ func (g *streamGlue) replayed(ctx context.Context, ev watch.Event) error {
 	}
 	g.present = append(g.present, id)
 	return g.emit(ctx, &liveWrite{kind: "upsert", write: branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive,
-		Received: ev.Received, Replay: true}, digest: digestOf(content)})
+		Received: ev.Received, Replay: true}, digest: sanitize.ContentDigest(content)})
 }
 
 // render is an upserted object's sanitized YAML, unless it is not written:
@@ -125,7 +125,7 @@ func (g *streamGlue) render(ev watch.Event) (manifest.ObjectID, []byte, bool) {
 		g.target.refuse(v1alpha3.ReasonEncryptionRequired, id)
 		return id, nil, false
 	}
-	content, err := sanitize.Marshal(sanitize.Sanitize(obj))
+	content, err := sanitize.Render(obj)
 	if err != nil {
 		g.target.refuse(v1alpha3.ReasonMarshalFailed, id)
 		g.target.log.Error(err, "cannot render an object as YAML; it is not written", "object", id.String())

@@ -2,21 +2,21 @@ package mirror
 
 import (
 	"context"
-	"crypto/sha256"
 	"sync"
 
 	"github.com/configbutler/gitops-reverser/internal/attribution"
 	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/sanitize"
 	"github.com/configbutler/gitops-reverser/internal/watch"
 )
 
 // liveWrite is an event made ready for the branch worker: the write, who
-// made it, and the digest of what it writes (zero for a delete).
+// made it, and the digest of what it writes ("" for a delete).
 type liveWrite struct {
 	kind   string // "upsert" or "delete", for Forwarded
 	author branch.Author
 	write  branch.Write
-	digest contentDigest
+	digest string
 }
 
 // prepare makes a live change ready for the worker, with the tool that
@@ -36,11 +36,11 @@ func (g *streamGlue) prepare(ctx context.Context, ev watch.Event) any {
 		if !ok {
 			return nil
 		}
-		digest := digestOf(content)
+		digest := sanitize.ContentDigest(content)
 		if g.emitted.holds(keyOf(ev), digest) {
 			return nil
 		}
-		return &liveWrite{kind: "upsert", author: g.target.attribution.authorOf(ctx, g.claim, ev, ev.Object),
+		return &liveWrite{kind: "upsert", author: g.target.attribution.authorOf(ctx, g.claim, ev, digest),
 			write: branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received, CatchUp: ev.CatchUp,
 				ChangedWith: attribution.ChangedWith(ev.Object.GetManagedFields())},
 			digest: digest}
@@ -48,7 +48,7 @@ func (g *streamGlue) prepare(ctx context.Context, ev watch.Event) any {
 		if !g.follows(ev.Type) {
 			return nil
 		}
-		return &liveWrite{kind: "delete", author: g.target.attribution.authorOf(ctx, g.claim, ev, ev.Object),
+		return &liveWrite{kind: "delete", author: g.target.attribution.authorOf(ctx, g.claim, ev, ""),
 			write: branch.Write{ID: g.objectID(ev.Object), Sensitive: g.claim.Sensitive, Received: ev.Received, CatchUp: ev.CatchUp}}
 	}
 	return nil
@@ -78,32 +78,28 @@ func keyOf(ev watch.Event) watch.ObjectKey {
 	return watch.ObjectKey{Namespace: ev.Object.GetNamespace(), Name: ev.Object.GetName()}
 }
 
-// contentDigest is the SHA-256 of an object's sanitized YAML.
-type contentDigest [sha256.Size]byte
-
-func digestOf(content []byte) contentDigest { return sha256.Sum256(content) }
-
-// emittedContent is what a stream last wrote of each object, by digest.
+// emittedContent is what a stream last wrote of each object, by its
+// sanitize.ContentDigest: the digest an admission review's fact carries.
 // Lanes of different objects use it at once. A replay starts it afresh
 // (its sweep may remove what it remembers), and a delete forgets the
 // object, so a re-creation with the same content is written again.
 type emittedContent struct {
 	mu      sync.Mutex
-	digests map[watch.ObjectKey]contentDigest
+	digests map[watch.ObjectKey]string
 }
 
-func (e *emittedContent) holds(key watch.ObjectKey, d contentDigest) bool {
+func (e *emittedContent) holds(key watch.ObjectKey, d string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	last, ok := e.digests[key]
 	return ok && last == d
 }
 
-func (e *emittedContent) remember(key watch.ObjectKey, d contentDigest) {
+func (e *emittedContent) remember(key watch.ObjectKey, d string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.digests == nil {
-		e.digests = map[watch.ObjectKey]contentDigest{}
+		e.digests = map[watch.ObjectKey]string{}
 	}
 	e.digests[key] = d
 }

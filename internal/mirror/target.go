@@ -218,6 +218,9 @@ func (t *Target) startLocked(key claimKey, c rules.Claim) {
 			t.observer.StreamForbidden(t.Key, refusal)
 		},
 		OnPhase: func(watch.Phase) { t.observer.StreamPhase(t.Key) },
+		// The attribution join matches an admission review of an update by
+		// the version it was made against.
+		TrackPrevious: t.attribution != nil,
 	}
 	if t.cursors != nil {
 		stream.Cursor = t.cursors.cursor(c, !t.updated)

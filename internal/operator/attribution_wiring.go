@@ -179,7 +179,11 @@ func newAttributionPipeline(a *AttributionOptions, transport facts.Transport, in
 		index:     index,
 		transport: transport,
 		follower:  &attribution.Follower{Transport: transport, TransportName: a.Transport, Index: index, Observer: observer},
-		resolver:  &attribution.Resolver{Index: index, Grace: a.grace(), Observer: observer},
+		// With the observer as the only source, a confirmed review answers
+		// after a short settle instead of the whole grace: no audit fact
+		// will come to win over it.
+		resolver: &attribution.Resolver{Index: index, Grace: a.grace(), Observer: observer,
+			AdmissionOnly: a.Source == SourceAdmission},
 	}
 }
 

@@ -9,12 +9,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/client-go/discovery"
+	kdiscovery "k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/admission/observer"
+	"github.com/configbutler/gitops-reverser/internal/discovery"
 	"github.com/configbutler/gitops-reverser/internal/facts"
 	"github.com/configbutler/gitops-reverser/internal/metrics"
 	"github.com/configbutler/gitops-reverser/internal/rules"
@@ -100,7 +101,8 @@ func setupObserver(mgr ctrl.Manager, o Options, transport facts.Transport, reg p
 	if err := om.Register(reg); err != nil {
 		return nil, fmt.Errorf("registering admission observer metrics: %w", err)
 	}
-	handler, err := observer.NewHandler(observer.HandlerOptions{Transport: transport, Routes: localRoutes(mgr.GetClient()), Observer: om})
+	handler, err := observer.NewHandler(observer.HandlerOptions{Transport: transport, Routes: localRoutes(mgr.GetClient()), Observer: om,
+		Sensitive: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive}.IsSensitive})
 	if err != nil {
 		return nil, fmt.Errorf("building the admission observer: %w", err)
 	}
@@ -111,7 +113,7 @@ func setupObserver(mgr ctrl.Manager, o Options, transport facts.Transport, reg p
 	if err != nil {
 		return nil, fmt.Errorf("building the admission observer's client: %w", err)
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(o.Config)
+	disco, err := kdiscovery.NewDiscoveryClientForConfig(o.Config)
 	if err != nil {
 		return nil, fmt.Errorf("building the admission observer's discovery client: %w", err)
 	}

@@ -37,6 +37,11 @@ func (s *Stream) listCatchUp(ctx context.Context) (*catchUp, error) {
 	c := &catchUp{versions: map[ObjectKey]uint64{}}
 	numeric := true
 	listRV, err := s.listVersions(ctx, func(namespace, name, resourceVersion string) {
+		if s.TrackPrevious {
+			// Where the object stands is the version its next write is
+			// made against.
+			s.remember(ObjectKey{namespace, name}, resourceVersion)
+		}
 		rv, ok := parseVersion(resourceVersion)
 		numeric = numeric && ok
 		c.versions[ObjectKey{namespace, name}] = rv
@@ -44,6 +49,7 @@ func (s *Stream) listCatchUp(ctx context.Context) (*catchUp, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing %s to catch up from its cursor: %w", s.Scope, err)
 	}
+	s.versionsUnknown = false
 	upTo, ok := parseVersion(listRV)
 	if !numeric || !ok {
 		return nil, nil
@@ -170,4 +176,21 @@ func (c *catchUp) over(resourceVersion string) bool {
 func parseVersion(rv string) (uint64, bool) {
 	n, err := strconv.ParseUint(rv, 10, 64)
 	return n, err == nil
+}
+
+// listPrevious lists where the scope's objects stand, for a tracking
+// stream whose catch-up a bookmark ended before any event: the versions
+// the next writes are made against. The list comes after the event at
+// hand, so it may hold versions newer than events still to come; those
+// events keep no previous version (precedes) and are remembered in turn.
+func (s *Stream) listPrevious(ctx context.Context) error {
+	if _, err := s.listVersions(ctx, func(namespace, name, resourceVersion string) {
+		if _, seen := s.versions[ObjectKey{namespace, name}]; !seen {
+			s.remember(ObjectKey{namespace, name}, resourceVersion)
+		}
+	}); err != nil {
+		return fmt.Errorf("listing %s for the versions its objects stand at: %w", s.Scope, err)
+	}
+	s.versionsUnknown = false
+	return nil
 }

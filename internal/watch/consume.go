@@ -104,13 +104,20 @@ func (s *Stream) dispatch(ctx context.Context, typ apiwatch.EventType, obj *unst
 // resourceVersion, so only its end bookmark is a point to resume from.
 func (s *Stream) object(ctx context.Context, replay *replayState, ev Event) error {
 	if replay != nil {
+		s.previous(&ev)
 		return s.deliver(ctx, ev)
 	}
 	superseded, err := s.judge(ctx, ev.Type, ev.Object)
 	if err != nil || superseded {
 		return err
 	}
+	if s.versionsUnknown {
+		if err := s.listPrevious(ctx); err != nil {
+			return err
+		}
+	}
 	ev.CatchUp = s.catchUp != nil
+	s.previous(&ev)
 	if s.lanes != nil {
 		s.resuming = false // the API server answered from the cursor
 		err = s.lanes.submit(ctx, ev)
@@ -193,7 +200,9 @@ func (s *Stream) listThenFollow(ctx context.Context) (string, error) {
 		for i := range list.Items {
 			obj := &list.Items[i]
 			replay.present = append(replay.present, ObjectKey{obj.GetNamespace(), obj.GetName()})
-			if err := s.deliver(ctx, Event{Kind: Upsert, Type: apiwatch.Added, Scope: s.Scope, Object: obj, Replay: true, Received: s.Clock.Now()}); err != nil {
+			ev := Event{Kind: Upsert, Type: apiwatch.Added, Scope: s.Scope, Object: obj, Replay: true, Received: s.Clock.Now()}
+			s.previous(&ev)
+			if err := s.deliver(ctx, ev); err != nil {
 				return "", err
 			}
 		}
@@ -207,4 +216,46 @@ func (s *Stream) listThenFollow(ctx context.Context) (string, error) {
 	}
 	s.advance(listRV)
 	return s.follow(ctx, listRV, nil)
+}
+
+// previous sets ev.PreviousVersion from the object's last version the
+// stream saw and remembers ev's (forgets the object on a Delete), with
+// TrackPrevious. The stream goroutine calls it in watch order, before the
+// event goes to a lane. A re-delivery of the very version the stream
+// already has (a resume's catch-up event at the listed version) has no
+// previous version the stream knows of.
+func (s *Stream) previous(ev *Event) {
+	if !s.TrackPrevious {
+		return
+	}
+	key := ObjectKey{ev.Object.GetNamespace(), ev.Object.GetName()}
+	rv := ev.Object.GetResourceVersion()
+	if last := s.versions[key]; precedes(last, rv) {
+		ev.PreviousVersion = last
+	}
+	if ev.Kind == Delete {
+		delete(s.versions, key)
+		return
+	}
+	s.remember(key, rv)
+}
+
+func (s *Stream) remember(key ObjectKey, rv string) {
+	if s.versions == nil {
+		s.versions = map[ObjectKey]string{}
+	}
+	s.versions[key] = rv
+}
+
+// precedes reports whether last can be the version before rv: a different
+// one, and an older one where both are numbers (a version the stream
+// holds from a list taken after the event is not what it was made
+// against).
+func precedes(last, rv string) bool {
+	if last == "" || last == rv {
+		return false
+	}
+	l, okL := parseVersion(last)
+	r, okR := parseVersion(rv)
+	return !okL || !okR || l < r
 }

@@ -85,6 +85,7 @@ func (s *Stream) start(ctx context.Context) string {
 		s.Observer.ColdReplay(s.Scope, ColdNoCursor)
 	default:
 		s.resuming, s.catchingUp = true, true
+		s.versionsUnknown = s.TrackPrevious
 	}
 	return rv
 }

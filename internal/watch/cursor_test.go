@@ -22,8 +22,10 @@ func startStreamFrom(t *testing.T, ns string, cur watch.Cursor, obs watch.Observ
 }
 
 // startStreamWith is startStreamFrom with a metadata client for the
-// catch-up's list (nil: the list reads the objects).
-func startStreamWith(t *testing.T, ns string, cur watch.Cursor, obs watch.Observer, meta metadata.Interface) <-chan watch.Event {
+// catch-up's list (nil: the list reads the objects); configure, if any,
+// sets more of the stream before it runs.
+func startStreamWith(t *testing.T, ns string, cur watch.Cursor, obs watch.Observer, meta metadata.Interface,
+	configure ...func(*watch.Stream)) <-chan watch.Event {
 	t.Helper()
 	client, err := dynamic.NewForConfig(kube.Config())
 	require.NoError(t, err)
@@ -31,6 +33,9 @@ func startStreamWith(t *testing.T, ns string, cur watch.Cursor, obs watch.Observ
 	ctx, cancel := context.WithCancel(context.Background())
 	stream := &watch.Stream{Client: client, Metadata: meta, Scope: watch.Scope{GVR: configMaps, Namespace: ns}, Log: testr.New(t),
 		Cursor: cur, Observer: obs, Handler: func(ctx context.Context, ev watch.Event) error { events <- ev; return nil }}
+	for _, c := range configure {
+		c(stream)
+	}
 	done := make(chan error, 1)
 	go func() { done <- stream.Run(ctx) }()
 	t.Cleanup(func() {

@@ -90,14 +90,18 @@ func runScripted(t *testing.T, client *dynamicfake.FakeDynamicClient, obs watch.
 }
 
 // runStream runs a stream (from cur, when set) until it reported want
-// events.
-func runStream(t *testing.T, client *dynamicfake.FakeDynamicClient, cur watch.Cursor, obs watch.Observer, want int) []watch.Event {
+// events; configure, if any, sets more of the stream before it runs.
+func runStream(t *testing.T, client *dynamicfake.FakeDynamicClient, cur watch.Cursor, obs watch.Observer, want int,
+	configure ...func(*watch.Stream)) []watch.Event {
 	t.Helper()
 	events := make(chan watch.Event, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &watch.Stream{Client: client, Scope: watch.Scope{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace: "ns"},
 		Log: testr.New(t), Observer: obs, MinBackoff: time.Millisecond, Cursor: cur,
 		Handler: func(_ context.Context, ev watch.Event) error { events <- ev; return nil }}
+	for _, c := range configure {
+		c(s)
+	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Run(ctx) }()
 	var got []watch.Event

@@ -98,6 +98,13 @@ type Event struct {
 	Received time.Time
 	// Prepared is what Stream.Prepare returned for a live Upsert or Delete.
 	Prepared any
+	// PreviousVersion is, on an Upsert or Delete of a stream that tracks
+	// versions (Stream.TrackPrevious), the resourceVersion of the stream's
+	// previous event for the object: the version a write was made against.
+	// It is "" for the object's first event since it was created, and when
+	// the stream has none (its first event after a resume, when the
+	// catch-up list did not have the object).
+	PreviousVersion string
 }
 
 // Handler consumes a stream's events in order. It may block (back-pressure
@@ -156,6 +163,11 @@ type Stream struct {
 	// called one event at a time, and every other event (a replay, Synced,
 	// Resumed) is handled only after the live events read before it.
 	Prepare func(ctx context.Context, ev Event) any
+	// TrackPrevious, when set, has the stream remember each object's last
+	// resourceVersion (replayed, listed by a resume's catch-up, or watched)
+	// and set Event.PreviousVersion: the attribution join matches an
+	// admission review of an update by the version it was made against.
+	TrackPrevious bool
 
 	phase     atomic.Int32
 	forbidden atomic.Pointer[Forbidden]
@@ -171,6 +183,14 @@ type Stream struct {
 	// goroutine only).
 	catchingUp bool
 	catchUp    *catchUp
+	// versions are the objects' last resourceVersions, with TrackPrevious
+	// (stream goroutine only).
+	versions map[ObjectKey]string
+	// versionsUnknown: the stream resumed from its cursor, tracks versions
+	// and has yet to list them (stream goroutine only): the catch-up's list
+	// does, and when a bookmark ended the catch-up before any event, the
+	// first event lists them.
+	versionsUnknown bool
 }
 
 // Forbidden is the source's RBAC refusing a stream's list or watch. Unlike
@@ -324,7 +344,8 @@ func (s *Stream) resource() dynamic.ResourceInterface {
 // replay opens a watch with sendInitialEvents and follows it; where the API
 // server refuses the streaming list it falls back to LIST then WATCH.
 func (s *Stream) replay(ctx context.Context) (string, error) {
-	s.catchingUp, s.catchUp = false, nil // a replay reports current state only
+	s.catchingUp, s.catchUp = false, nil       // a replay reports current state only
+	s.versions, s.versionsUnknown = nil, false // and the versions of its objects anew
 	if err := s.deliver(ctx, Event{Kind: ReplayStart, Scope: s.Scope, Received: s.Clock.Now()}); err != nil {
 		return "", err
 	}

@@ -87,6 +87,14 @@ func (o *observed) waitFor(t *testing.T, name string, want int) (about, upTo []f
 // ConfigMaps and Deployments) and the stop of the operator.
 func observerOperator(t *testing.T, ns string) (mirrorSetup, *harness.Redis, string, func()) {
 	t.Helper()
+	m, redis, observerConfig, stop, _ := observerOperatorTuned(t, ns)
+	return m, redis, observerConfig, stop
+}
+
+// observerOperatorTuned is observerOperator that also returns the options
+// it started the operator with, for a test that starts it again.
+func observerOperatorTuned(t *testing.T, ns string) (mirrorSetup, *harness.Redis, string, func(), func(*operator.Options)) {
+	t.Helper()
 	useOwnControlPlane(t, harness.KubeOptions{})
 	redis, _ := startRedis(t)
 	m := newMirror(t, ns, "configmaps", "deployments")
@@ -96,7 +104,7 @@ func observerOperator(t *testing.T, ns string) (mirrorSetup, *harness.Redis, str
 		_ = env.kube.Client().Delete(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{
 			ObjectMeta: metav1.ObjectMeta{Name: observerConfig}})
 	})
-	stop := startOperatorWith(t, func(o *operator.Options) {
+	tune := func(o *operator.Options) {
 		// Both webhooks are served on the port of the operator's own, with
 		// its certificate.
 		serveWebhook(o)
@@ -104,11 +112,12 @@ func observerOperator(t *testing.T, ns string) (mirrorSetup, *harness.Redis, str
 		o.Redis = &redisconn.Options{Addr: redis.Addr()}
 		o.Attribution = &operator.AttributionOptions{Source: operator.SourceAdmission, Replicas: 1, Grace: 3 * time.Second,
 			Observer: &operator.ObserverOptions{WebhookConfiguration: observerConfig, URL: url}}
-	})
+	}
+	stop := startOperatorWith(t, tune)
 	waitReady(t, m.ns, m.target)
 	waitInjected(t, webhook)
 	waitObserverRegistered(t, observerConfig)
-	return m, redis, observerConfig, stop
+	return m, redis, observerConfig, stop, tune
 }
 
 // waitObserverRegistered waits for the observer's configuration to name

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configbutler/gitops-reverser/internal/facts"
 )
@@ -48,6 +49,9 @@ type HandlerOptions struct {
 	Observer Observer
 	// Now is the clock of Fact.Stage; nil means time.Now.
 	Now func() time.Time
+	// Sensitive reports the types written only encrypted (discovery's
+	// policy): their facts carry no digest (FactOf). Nil is core Secrets.
+	Sensitive func(schema.GroupResource) bool
 }
 
 // NewHandler checks opts and fills in their defaults.
@@ -63,6 +67,9 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Sensitive == nil {
+		opts.Sensitive = func(gr schema.GroupResource) bool { return gr == schema.GroupResource{Resource: "secrets"} }
 	}
 	return &Handler{opts: opts}, nil
 }
@@ -113,7 +120,7 @@ func decodeReview(w http.ResponseWriter, r *http.Request) (*admissionv1.Admissio
 
 // record publishes the review's fact to the stream of each route.
 func (h *Handler) record(ctx context.Context, req *admissionv1.AdmissionRequest, received time.Time) Outcome {
-	fact, outcome := FactOf(req, received)
+	fact, outcome := FactOf(req, received, h.opts.Sensitive(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}))
 	if outcome != OutcomeQueued {
 		return outcome
 	}

@@ -81,10 +81,22 @@ func TestFactOfEachOperation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			want := base
 			tt.want(&want)
-			got, outcome := FactOf(tt.req, received)
+			got, outcome := FactOf(tt.req, received, false)
 			require.Equal(t, OutcomeQueued, outcome)
 			require.Equal(t, want, got)
 		})
+	}
+}
+
+// A Secret's fact carries no digest: the fact store would otherwise hold
+// a hash of its plaintext, against which a short value can be guessed.
+func TestFactOfASensitiveTypeCarriesNoDigest(t *testing.T) {
+	for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+		req := request(op, configMapJSON("db", "uid-9", "41", "hunter2"), configMapJSON("db", "uid-9", "40", "x"))
+		got, outcome := FactOf(req, received, true)
+		require.Equal(t, OutcomeQueued, outcome)
+		require.Equal(t, "uid-9", got.UID)
+		require.Empty(t, got.Digest, "%s of a sensitive type", op)
 	}
 }
 
@@ -99,7 +111,7 @@ func TestFactOfAScaleNamesItsParentWithoutADigest(t *testing.T) {
 	req := request(admissionv1.Update, scale("7", 3), scale("7", 2))
 	req.Resource = metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	req.SubResource, req.Name = "scale", "web"
-	got, outcome := FactOf(req, received)
+	got, outcome := FactOf(req, received, false)
 	require.Equal(t, OutcomeQueued, outcome)
 	require.Equal(t, facts.StreamKey{Group: "apps", Resource: "deployments"}, got.Stream)
 	require.Equal(t, "scale", got.Subresource)
@@ -128,7 +140,7 @@ func TestFactOfRefusesWhatNamesNoPersistedWrite(t *testing.T) {
 		"delete without old": {request(admissionv1.Delete, nil, nil), OutcomeNoAttributionFact},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, outcome := FactOf(tt.req, received)
+			_, outcome := FactOf(tt.req, received, false)
 			require.Equal(t, tt.want, outcome)
 		})
 	}

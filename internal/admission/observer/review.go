@@ -62,7 +62,11 @@ var verbs = map[admissionv1.Operation]string{
 	admissionv1.Delete: "delete",
 }
 
-// FactOf reduces one review, received at received, to the fact it names;
+// FactOf reduces one review, received at received, to the fact it names
+// (sensitive: of a type written only encrypted, whose fact then carries no
+// digest: a digest of a Secret's plaintext in the fact store would let
+// anyone who reads the store test guesses of a short value offline; such
+// a review is confirmed by uid and version alone);
 // the fact's Stream has no Route yet (the handler files it under each
 // route of the local source). It returns OutcomeQueued with the fact, or
 // the reason there is none.
@@ -72,7 +76,7 @@ var verbs = map[admissionv1.Operation]string{
 // write was made against; CREATE carries the final uid and name (also for
 // generateName) but no resourceVersion; DELETE carries a null object and
 // the full oldObject; a deletecollection is one DELETE review per object.
-func FactOf(req *admissionv1.AdmissionRequest, received time.Time) (facts.Fact, Outcome) {
+func FactOf(req *admissionv1.AdmissionRequest, received time.Time, sensitive bool) (facts.Fact, Outcome) {
 	verb, ok := verbs[req.Operation]
 	switch {
 	case !ok:
@@ -113,7 +117,7 @@ func FactOf(req *admissionv1.AdmissionRequest, received time.Time) (facts.Fact, 
 	if verb == "update" {
 		fact.PreviousVersion = old.GetResourceVersion()
 	}
-	if verb != "delete" && fact.Subresource == "" {
+	if verb != "delete" && fact.Subresource == "" && !sensitive {
 		fact.Digest = sanitize.Digest(object)
 	}
 	if fact.UID == "" || fact.Name == "" {

@@ -227,17 +227,17 @@ func (s suite) roundTrip(t *testing.T) {
 		Stage:      time.Now(), // with a monotonic reading, which no transport can carry
 		Collection: &facts.Collection{LabelSelector: "app=web"},
 	}
-	// An admission observer's fact: no version of its own, the one it was
-	// made against and the digest of what it would write.
-	admission := facts.Fact{
-		AuditID: "admission", Stream: k, Version: "v1", Verb: "update", Namespace: "team-a", Name: "web",
-		UID: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", Actor: facts.Actor{Username: "alice@example.com"},
-		Stage: time.Now(), Source: facts.SourceAdmission, PreviousVersion: "123455",
-		Digest: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+	// An admission review's fact: no resourceVersion, the version it was
+	// made against and the digest of what it carried.
+	review := facts.Fact{
+		AuditID: "review", Stream: k, Version: "v1", Verb: "update", Namespace: "team-a", Name: "web",
+		UID: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", Actor: facts.Actor{Username: "bob@example.com"},
+		Stage: time.Date(2026, 6, 30, 12, 0, 6, 0, time.UTC), Source: facts.SourceAdmission,
+		PreviousVersion: "123456", Digest: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 	}
 	plain := fact(k, "plain")
 	plain.Stage = time.Now()
-	want := []facts.Fact{full, sparse, admission, plain}
+	want := []facts.Fact{full, sparse, review, plain}
 	publish(t, tr, k, want...)
 
 	got := Follow(t, tr, k, time.Time{}).Until(t, "plain")

@@ -18,14 +18,14 @@ const (
 	fieldFact = "f"
 )
 
-// wireVersion is written into every audit fact so that a later layout can
-// be told apart from this one by a process of either version.
-// wireVersionAdmission is written into every admission fact: a process that
-// knows only wireVersion skips it (and reports a decode error) instead of
-// reading a fact it cannot join as an audit fact.
+// wireVersion is written into every encoded fact so that a later layout can
+// be told apart from this one by a process of either version. An admission
+// fact is written as wireCandidateVersion: a process from before admission
+// facts skips it as undecodable instead of filing a review that may never
+// have persisted as an audit fact (which would name its actor at once).
 const (
 	wireVersion          = 1
-	wireVersionAdmission = 2
+	wireCandidateVersion = 2
 )
 
 // wireFact is facts.Fact as it is stored; Stream is not stored, since the
@@ -49,7 +49,7 @@ type wireFact struct {
 	Collection      *wireCollex `json:"coll"`
 	Source          string      `json:"src,omitempty"`
 	PreviousVersion string      `json:"prev,omitempty"`
-	Digest          string      `json:"dig,omitempty"`
+	Digest          string      `json:"digest,omitempty"`
 }
 
 type wireCollex struct {
@@ -65,8 +65,8 @@ func encodeFact(f facts.Fact) (string, error) {
 		Username: f.Actor.Username, Groups: f.Actor.Groups, DisplayName: f.Actor.DisplayName,
 		Email: f.Actor.Email, Stage: f.Stage, Source: f.Source, PreviousVersion: f.PreviousVersion, Digest: f.Digest,
 	}
-	if f.Source != facts.SourceAudit {
-		w.V = wireVersionAdmission
+	if f.IsCandidate() {
+		w.V = wireCandidateVersion
 	}
 	if c := f.Collection; c != nil {
 		w.Collection = &wireCollex{LabelSelector: c.LabelSelector, FieldSelector: c.FieldSelector, UIDs: c.UIDs}
@@ -101,8 +101,8 @@ func decodeEntry(key facts.StreamKey, values map[string]any) (uint64, facts.Fact
 	if err := json.Unmarshal([]byte(raw), &w); err != nil {
 		return seq, facts.Fact{}, fmt.Errorf("decoding fact: %w", err)
 	}
-	if w.V != wireVersion && w.V != wireVersionAdmission {
-		return seq, facts.Fact{}, fmt.Errorf("fact wire version %d, want %d or %d", w.V, wireVersion, wireVersionAdmission)
+	if w.V != wireVersion && w.V != wireCandidateVersion {
+		return seq, facts.Fact{}, fmt.Errorf("fact wire version %d, want %d or %d", w.V, wireVersion, wireCandidateVersion)
 	}
 	f := facts.Fact{
 		AuditID: w.AuditID, Stream: key, Version: w.Version, Verb: w.Verb, Subresource: w.Subresource,
