@@ -33,7 +33,10 @@ type editRun struct {
 	// unauthored counts the edits whose commit does not name the editor
 	// (observer runs only).
 	unauthored int
-	load       float64
+	// resolutionWait is the operator's mean wait for attribution evidence
+	// per watch event during the edits (observer runs only).
+	resolutionWait time.Duration
+	load           float64
 }
 
 // BenchmarkObserverEditToCommit is scenario I, edit → commit: B back to
@@ -101,6 +104,8 @@ func (s *editSession) timeEdits(b *testing.B, run string, observed bool) editRun
 
 	loadBefore, err := loadAverage()
 	require.NoError(b, err)
+	metricsBefore, err := op.scrape(ctx)
+	require.NoError(b, err)
 	res := editRun{latencies: make([]time.Duration, 0, observedEdits)}
 	for i := range observedEdits {
 		value := fmt.Sprintf("edit-%d-of-%s", i, run)
@@ -120,18 +125,32 @@ func (s *editSession) timeEdits(b *testing.B, run string, observed bool) editRun
 	}
 	loadAfter, err := loadAverage()
 	require.NoError(b, err)
+	metricsAfter, err := op.scrape(ctx)
+	require.NoError(b, err)
 	res.load = max(loadBefore, loadAfter)
-	b.Logf("run %s: p50 %.0f ms, p90 %.0f ms, max %.0f ms; %d edits not authored by the editor; load %.2f → %.2f",
+	res.resolutionWait = meanResolutionWait(metricsBefore, metricsAfter)
+	b.Logf("run %s: p50 %.0f ms, p90 %.0f ms, max %.0f ms; %d edits not authored by the editor; mean attribution wait %.0f ms; load %.2f → %.2f",
 		run, milliseconds(percentile(res.latencies, 50)), milliseconds(percentile(res.latencies, 90)),
-		milliseconds(percentile(res.latencies, 100)), res.unauthored, loadBefore, loadAfter)
+		milliseconds(percentile(res.latencies, 100)), res.unauthored, milliseconds(res.resolutionWait), loadBefore, loadAfter)
 	return res
+}
+
+// meanResolutionWait is the mean time a watch event waited for
+// attribution evidence between two scrapes (zero without attribution).
+func meanResolutionWait(before, after metricSamples) time.Duration {
+	const family = "gitopsreverser_attribution_resolution_wait_seconds"
+	n := after.sum(family+"_count") - before.sum(family+"_count")
+	if n == 0 {
+		return 0
+	}
+	return time.Duration((after.sum(family+"_sum") - before.sum(family+"_sum")) / n * float64(time.Second))
 }
 
 // reportObservedEdits records both sides' edit → commit and what the
 // observer adds per round (on minus the off run just before it).
 func reportObservedEdits(r reporter, off, on []editRun) {
 	r.b.Helper()
-	var offP50, onP50, addedP50, addedP90, loads []float64
+	var offP50, onP50, addedP50, addedP90, waits, loads []float64
 	unauthored := 0
 	for i := range on {
 		offP50 = append(offP50, milliseconds(percentile(off[i].latencies, 50)))
@@ -139,12 +158,14 @@ func reportObservedEdits(r reporter, off, on []editRun) {
 		addedP50 = append(addedP50, milliseconds(percentile(on[i].latencies, 50)-percentile(off[i].latencies, 50)))
 		addedP90 = append(addedP90, milliseconds(percentile(on[i].latencies, 90)-percentile(off[i].latencies, 90)))
 		unauthored += on[i].unauthored
+		waits = append(waits, milliseconds(on[i].resolutionWait))
 		loads = append(loads, off[i].load, on[i].load)
 	}
 	r.reportSpread("observer off: edit → commit p50", offP50, "ms", 0)
 	r.reportSpread("observer on: edit → commit p50", onP50, "ms", 0)
 	r.reportSpread("added by the observer: p50", addedP50, "ms", addedEditToCommitTarget)
 	r.reportSpread("added by the observer: p90", addedP90, "ms", 0)
+	r.reportSpread("observer on: the operator's wait for attribution (mean)", waits, "ms", 0)
 	r.atMost("observer on: edits not authored by their editor", float64(unauthored), "", 0)
 	r.info("load average (1 min), highest seen", spreadOf(loads).max, "")
 	r.info("load average (1 min), lowest seen", spreadOf(loads).min, "")

@@ -89,10 +89,15 @@ func BenchmarkObserverCoverage(b *testing.B) {
 	probe := client.ObjectKey{Namespace: name, Name: "probe"}
 	require.NoError(b, e.client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: probe.Name}}))
 
-	var attributed, unresolved, wrong []float64
+	var attributed, unresolved, wrong, loads []float64
 	byOp := map[string]*coverageTally{}
 	for run := range coverageRuns {
+		loadBefore, err := loadAverage()
+		require.NoError(b, err)
 		writes := runCoverage(b, e, m, clients, probe, fmt.Sprintf("%s-run-%d", name, run), run)
+		loadAfter, err := loadAverage()
+		require.NoError(b, err)
+		loads = append(loads, loadBefore, loadAfter)
 		tally := tallyCoverage(b, m, writes, byOp)
 		n := float64(len(writes))
 		attributed = append(attributed, 100*float64(tally.right)/n)
@@ -114,6 +119,8 @@ func BenchmarkObserverCoverage(b *testing.B) {
 		r.info(op+": writes not attributed to their actor (all runs)", float64(t.unresolved+t.wrong+t.missing), "")
 		b.Logf("%-26s %d attributed, %d unresolved, %d to someone else, %d not found (all runs)", op, t.right, t.unresolved, t.wrong, t.missing)
 	}
+	r.info("load average (1 min), highest seen", spreadOf(loads).max, "")
+	r.info("load average (1 min), lowest seen", spreadOf(loads).min, "")
 }
 
 // coverageDeployment is actor's Deployment, one replica to start with.

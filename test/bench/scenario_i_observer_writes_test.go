@@ -18,7 +18,7 @@ const (
 	observedWrites = 1000
 	// observedRounds is how many times the pair of runs (observer off, then
 	// on) repeats: the spread of each figure is over these.
-	observedRounds = 3
+	observedRounds = 5
 	// observedWarmUp writes open the client's and the API server's
 	// connections before a run is timed.
 	observedWarmUp = 50
