@@ -60,6 +60,13 @@ bench: test-binaries bench-attribution ## Run the benchmarks
 bench-cursors: test-binaries ## Run the warm-restart benchmark (resume cursors in Redis)
 	$(GO) test ./test/bench/ -run '^$$' -bench '^BenchmarkRestartWithCursors$$' -benchtime 1x -timeout 30m -v
 
+# Scenario I alone: the admission observer's cost on the write path, its
+# coverage of a mixed workload by three actors, and edit to commit with it
+# (also part of make bench).
+.PHONY: bench-admission
+bench-admission: test-binaries ## Run the admission observer benchmarks (write latency, coverage, edit to commit)
+	$(GO) test ./test/bench/ -run '^$$' -bench '^BenchmarkObserver' -benchtime 1x -timeout 30m -v
+
 # The attribution figures of docs/benchmarks.md: the audit ingress on one
 # core (events/s) and the fact index's heap per 100,000 facts.
 .PHONY: bench-attribution
