@@ -217,6 +217,15 @@ func TestAdmissionOnlyTakesAConfirmedReviewOnceSettled(t *testing.T) {
 		require.Equal(t, alice, got.Actor)
 		require.Equal(t, DefaultSettle, got.Waited)
 	})
+	t.Run("no settle: taken at once", func(t *testing.T) {
+		f := newFixture()
+		f.resolver.AdmissionOnly, f.resolver.Settle = true, -1
+		f.apply(review("r", "update", alice, 0, "10", digestV1))
+		got := <-f.resolve(context.Background(), watchedNow("11", "10", digestV1))
+		require.Equal(t, TierAdmission, got.Tier)
+		require.Equal(t, alice, got.Actor)
+		require.Zero(t, got.Waited)
+	})
 	t.Run("a competing review arrives first", func(t *testing.T) {
 		f := newFixture()
 		f.resolver.AdmissionOnly = true

@@ -151,6 +151,9 @@ type Resolver struct {
 	// through the transport (another replica's, through Redis) makes the
 	// answer ambiguous rather than wrong. Reviews precede their writes, so
 	// the ones that matter are usually filed before the event arrives.
+	// Negative: none, for an index every review is filed in before it is
+	// answered (one replica, its observer filing into its own index): the
+	// write, and so its event, comes only after that.
 	Settle   time.Duration
 	Clock    clock.Clock
 	Observer Observer
@@ -260,7 +263,10 @@ func (r *Resolver) sleep(ctx context.Context, w *waiter, d time.Duration) bool {
 }
 
 func (r *Resolver) settle() time.Duration {
-	if r.Settle > 0 {
+	switch {
+	case r.Settle < 0:
+		return 0
+	case r.Settle > 0:
 		return r.Settle
 	}
 	return DefaultSettle

@@ -180,10 +180,14 @@ func newAttributionPipeline(a *AttributionOptions, transport facts.Transport, in
 		transport: transport,
 		follower:  &attribution.Follower{Transport: transport, TransportName: a.Transport, Index: index, Observer: observer},
 		// With the observer as the only source, a confirmed review answers
-		// after a short settle instead of the whole grace: no audit fact
-		// will come to win over it.
+		// without waiting the whole grace: no audit fact will come to win
+		// over it. One replica files every review in its own index before
+		// answering it (setupObserver), so a confirmed review answers at
+		// once; with more, another replica's review of the same write may
+		// still be on its way through Redis, and the event waits the
+		// settle for it.
 		resolver: &attribution.Resolver{Index: index, Grace: a.grace(), Observer: observer,
-			AdmissionOnly: a.Source == SourceAdmission},
+			AdmissionOnly: a.Source == SourceAdmission, Settle: settleFor(a)},
 	}
 }
 
@@ -219,3 +223,13 @@ func (p *attributionPipeline) Start(ctx context.Context) error {
 
 // NeedLeaderElection is false: see Start.
 func (p *attributionPipeline) NeedLeaderElection() bool { return false }
+
+// settleFor is the resolver's Settle: none for one replica, whose observer
+// files every review in this process's index before the write it reviews
+// is stored; the default otherwise.
+func settleFor(a *AttributionOptions) time.Duration {
+	if a.Replicas <= 1 {
+		return -1
+	}
+	return 0
+}

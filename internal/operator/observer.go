@@ -16,7 +16,6 @@ import (
 	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/admission/observer"
 	"github.com/configbutler/gitops-reverser/internal/discovery"
-	"github.com/configbutler/gitops-reverser/internal/facts"
 	"github.com/configbutler/gitops-reverser/internal/metrics"
 	"github.com/configbutler/gitops-reverser/internal/rules"
 )
@@ -91,7 +90,7 @@ func (s *observerSetup) changed() func() {
 // adds its registrar; nil when attribution does not use admission (checkOptions
 // made sure the webhook server exists when it does). claims is read once
 // the engine runs.
-func setupObserver(mgr ctrl.Manager, o Options, transport facts.Transport, reg prometheus.Registerer,
+func setupObserver(mgr ctrl.Manager, o Options, pipeline *attributionPipeline, reg prometheus.Registerer,
 	claims func() []rules.Claim) (*observerSetup, error) {
 	a := o.Attribution
 	if a == nil || !a.admission() {
@@ -101,8 +100,8 @@ func setupObserver(mgr ctrl.Manager, o Options, transport facts.Transport, reg p
 	if err := om.Register(reg); err != nil {
 		return nil, fmt.Errorf("registering admission observer metrics: %w", err)
 	}
-	handler, err := observer.NewHandler(observer.HandlerOptions{Transport: transport, Routes: localRoutes(mgr.GetClient()), Observer: om,
-		Sensitive: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive}.IsSensitive})
+	handler, err := observer.NewHandler(observer.HandlerOptions{Transport: pipeline.factTransport(), Local: pipeline.index.Apply,
+		Routes: localRoutes(mgr.GetClient()), Observer: om, Sensitive: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive}.IsSensitive})
 	if err != nil {
 		return nil, fmt.Errorf("building the admission observer: %w", err)
 	}

@@ -152,7 +152,7 @@ func Run(ctx context.Context, o Options) error {
 		webhooks.share(&redisstore.Submitters{Client: redis.client, Prefix: o.Redis.Prefix()}, redis.observer)
 	}
 	var eng *engine.Engine
-	observed, err := setupObserver(mgr, o, pipeline.factTransport(), reg, func() []rules.Claim { return eng.LocalClaims() })
+	observed, err := setupObserver(mgr, o, pipeline, reg, func() []rules.Claim { return eng.LocalClaims() })
 	if err != nil {
 		return err
 	}

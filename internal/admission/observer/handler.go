@@ -49,6 +49,13 @@ type HandlerOptions struct {
 	Observer Observer
 	// Now is the clock of Fact.Stage; nil means time.Now.
 	Now func() time.Time
+	// Local, when set, files each fact in this process's own fact index at
+	// once, besides publishing it, before the review is answered: the API
+	// server stores a write only after its webhooks answered, so the watch
+	// event of a write reviewed here never finds the index without its
+	// review, however long the transport takes (the index drops the copy
+	// the transport delivers later).
+	Local func(facts.StreamKey, []facts.Fact)
 	// Sensitive reports the types written only encrypted (discovery's
 	// policy): their facts carry no digest (FactOf). Nil is core Secrets.
 	Sensitive func(schema.GroupResource) bool
@@ -134,6 +141,9 @@ func (h *Handler) record(ctx context.Context, req *admissionv1.AdmissionRequest,
 	for _, route := range routes {
 		routed := fact
 		routed.Stream.Route = route
+		if h.opts.Local != nil {
+			h.opts.Local(routed.Stream, []facts.Fact{routed})
+		}
 		if err := h.opts.Transport.Publish(ctx, routed.Stream, []facts.Fact{routed}); err != nil {
 			outcome = OutcomeWriteError
 		}

@@ -238,3 +238,19 @@ func TestAFailedPublishStillAllowsTheWrite(t *testing.T) {
 	require.Contains(t, rec.Body.String(), `"allowed":true`)
 	require.Equal(t, countingObserver{OutcomeWriteError: 1}, counts)
 }
+
+// With Local, each fact is filed in the process's own index before the
+// review is answered, besides being published: by the time the API server
+// stores the write, the review is there to be confirmed.
+func TestTheHandlerFilesEachFactLocallyBeforeItAnswers(t *testing.T) {
+	var filed []facts.Fact
+	h, err := NewHandler(HandlerOptions{Transport: memory.New(memory.Options{Retention: time.Minute}),
+		Local:  func(key facts.StreamKey, fs []facts.Fact) { filed = append(filed, fs...) },
+		Routes: func(context.Context) ([]string, error) { return []string{"local"}, nil }})
+	require.NoError(t, err)
+	rec := post(h, reviewBody(t, request(admissionv1.Create, configMapJSON("web", "uid-1", "", "1"), nil)))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Len(t, filed, 1, "filed before the answer was written")
+	require.Equal(t, facts.StreamKey{Route: "local", Resource: "configmaps"}, filed[0].Stream)
+	require.Equal(t, "review-1", filed[0].AuditID)
+}
