@@ -92,12 +92,13 @@ func (e *entry) candidateOf() candidate {
 // fileCandidate files an admission fact by the key its operation is
 // confirmed by, and returns the waiter key it answers; none when it
 // cannot be confirmed (an update without the version it was made
-// against, a create without the digest of what it carried).
+// against, a create with neither the digest of what it carried nor the
+// uid the API server gave it: a sensitive type's create has only the uid).
 func (s *streamIndex) fileCandidate(f facts.Fact, e *entry) []slotKey {
 	e.flags |= isCandidate
 	var key slotKey
 	switch {
-	case f.Verb == "create" && f.Name != "" && f.Digest != "":
+	case f.Verb == "create" && f.Name != "" && (f.Digest != "" || f.UID != ""):
 		e.ref = nameRef(f.Namespace, f.Name)
 		e.flags |= candidateCreate
 		s.candidatesByName[e.ref] = append(s.candidatesByName[e.ref], e)

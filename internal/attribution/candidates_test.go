@@ -176,6 +176,8 @@ func TestAWatchEventConfirmsItsReview(t *testing.T) {
 			watched("update", "11", "10", digestV2), TierAbsent, facts.Actor{}},
 		{"a /scale", []facts.Fact{scale("s", carol, "10")}, watched("update", "11", "10", digestV2), TierAdmission, carol},
 		{"a create", []facts.Fact{review("c", "create", bob, 0, "", digestV1)}, watched("create", "1", "", digestV1), TierAdmission, bob},
+		{"a create of a sensitive type, by its uid alone", []facts.Fact{review("c", "create", bob, 0, "", "")},
+			watched("create", "1", "", digestV2), TierAdmission, bob},
 		{"a create never names a later update's author", []facts.Fact{review("c", "create", bob, 0, "", digestV1)},
 			watched("update", "2", "", digestV1), TierAbsent, facts.Actor{}},
 		{"a delete", []facts.Fact{review("d", "delete", alice, 0, "", "")}, watched("removal", "12", "11", ""), TierAdmission, alice},
@@ -303,7 +305,9 @@ func TestAReviewReadAgainIsFiledOnce(t *testing.T) {
 
 func TestAReviewThatCannotBeConfirmedIsNotFiled(t *testing.T) {
 	f := newFixture()
-	f.apply(review("no-prev", "update", alice, 0, "", digestV1), review("no-digest", "create", alice, 0, "", ""))
+	noKey := review("no-digest-no-uid", "create", alice, 0, "", "")
+	noKey.UID = ""
+	f.apply(review("no-prev", "update", alice, 0, "", digestV1), noKey)
 	require.Zero(t, f.index.Len())
 }
 

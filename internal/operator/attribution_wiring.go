@@ -181,11 +181,7 @@ func newAttributionPipeline(a *AttributionOptions, transport facts.Transport, in
 		follower:  &attribution.Follower{Transport: transport, TransportName: a.Transport, Index: index, Observer: observer},
 		// With the observer as the only source, a confirmed review answers
 		// without waiting the whole grace: no audit fact will come to win
-		// over it. One replica files every review in its own index before
-		// answering it (setupObserver), so a confirmed review answers at
-		// once; with more, another replica's review of the same write may
-		// still be on its way through Redis, and the event waits the
-		// settle for it.
+		// over it (settleFor says how soon).
 		resolver: &attribution.Resolver{Index: index, Grace: a.grace(), Observer: observer,
 			AdmissionOnly: a.Source == SourceAdmission, Settle: settleFor(a)},
 	}
@@ -224,11 +220,15 @@ func (p *attributionPipeline) Start(ctx context.Context) error {
 // NeedLeaderElection is false: see Start.
 func (p *attributionPipeline) NeedLeaderElection() bool { return false }
 
-// settleFor is the resolver's Settle: none for one replica, whose observer
-// files every review in this process's index before the write it reviews
-// is stored; the default otherwise.
+// settleFor is the resolver's Settle. With the memory transport no other
+// process's review can reach this index, and this process's observer files
+// each of its reviews here before the write it reviews is stored, so a
+// confirmed review answers at once: waiting would change nothing. With
+// Redis another process may have answered a review of the same write (the
+// other Pod of a rolling update, behind the same Service), and the event
+// waits the default settle for it to come through.
 func settleFor(a *AttributionOptions) time.Duration {
-	if a.Replicas <= 1 {
+	if a.Transport == TransportMemory {
 		return -1
 	}
 	return 0

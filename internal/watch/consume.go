@@ -50,11 +50,15 @@ func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVers
 		if !ok {
 			return resourceVersion, fmt.Errorf("watch on %s sent %T, not an object", s.Scope, ev.Object)
 		}
-		resourceVersion = obj.GetResourceVersion()
 		var err error
 		if replay, err = s.dispatch(ctx, ev.Type, obj, replay); err != nil {
+			// Resumed from the version before it, the watch sends this event
+			// again: a list that failed before it was handed on (a resume's
+			// catch-up, the versions of a tracking stream) loses nothing. A
+			// handler's failure ends the stream anyway.
 			return resourceVersion, err
 		}
+		resourceVersion = obj.GetResourceVersion()
 	}
 }
 

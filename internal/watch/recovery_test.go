@@ -290,3 +290,30 @@ func TestNoCursorOrAnUnreadableOneReplays(t *testing.T) {
 		})
 	}
 }
+
+// A resumed watch lists where its objects stand at its first event; when
+// that list fails, the stream resumes from before the event, so the API
+// server sends it again and nothing is lost.
+func TestAFailedCatchUpListResumesFromBeforeTheEvent(t *testing.T) {
+	client := newFakeClient()
+	failures := 1
+	client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failures > 0 {
+			failures--
+			return true, nil, apierrors.NewServiceUnavailable("etcd is busy")
+		}
+		return false, nil, nil
+	})
+	sc := &script{watches: [][]apiwatch.Event{
+		{{Type: apiwatch.Modified, Object: object("a", "12")}},
+		{{Type: apiwatch.Modified, Object: object("a", "12")}},
+	}}
+	client.PrependWatchReactor("configmaps", sc.reactor)
+	got := runStream(t, client, &cursor{stored: "10"}, &counter{}, 3)
+	require.Equal(t, []watch.EventKind{watch.Resumed, watch.CaughtUp, watch.Upsert}, kinds(got))
+	require.Equal(t, "a", got[2].Object.GetName())
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	require.GreaterOrEqual(t, len(sc.opts), 2)
+	require.Equal(t, "10", sc.opts[1].ResourceVersion, "resumed from before the event whose list failed")
+}

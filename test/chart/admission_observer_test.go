@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -133,4 +134,19 @@ func TestTheChartsRBACLetsTheOperatorRegisterTheObserver(t *testing.T) {
 	var again admissionregistrationv1.ValidatingWebhookConfiguration
 	require.NoError(t, env.kube.Client().Get(ctx(t), client.ObjectKey{Name: "obs-gitops-reverser-observer"}, &again))
 	require.Equal(t, got.ResourceVersion, again.ResourceVersion, "a resync that changes nothing is no write")
+}
+
+// With the memory transport only the Pod that commits may serve the
+// observer, so a rollout stops the old Pod first; with Redis the other
+// Pod's reviews come through, and the rollout surges as usual.
+func TestTheObserverWithoutRedisRollsOutByRecreate(t *testing.T) {
+	strategy := func(values string) string {
+		d := named(t, render(t, "gr", "gitops-reverser", values), "Deployment", "gr-gitops-reverser")
+		s, _, err := unstructured.NestedString(d.Object, "spec", "strategy", "type")
+		require.NoError(t, err)
+		return s
+	}
+	require.Equal(t, "Recreate", strategy(admissionSource))
+	require.Equal(t, "RollingUpdate", strategy(admissionSource+"redis: {addr: \"redis:6379\"}\n"))
+	require.Equal(t, "RollingUpdate", strategy(attributionOn))
 }
