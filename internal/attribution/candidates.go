@@ -36,11 +36,38 @@ type candidate struct {
 	// previousVersion is an update's: the version it was made against.
 	previousVersion string
 	digest          string
+	// stage is when the review was received (Unix nanoseconds).
+	stage int64
+}
+
+// reviewSkew bounds how far a review's receipt and the API server's own
+// time of the change it reviewed (whole seconds, another clock) may lie
+// apart; unwrittenReviewAge how long before its watch event a review of a
+// change with no such time may have been received.
+const (
+	reviewSkew         = 5 * time.Second
+	unwrittenReviewAge = time.Minute
+)
+
+// reviewedAbout reports whether a review received at stage was made about
+// when the change q shows was: a review that carries no digest of content
+// (a delete, a /scale, a sensitive type) is otherwise told apart from an
+// earlier review of a write that was refused only by uid and version,
+// which a later write made while the observer was down can share.
+func reviewedAbout(q Query, stage time.Time) bool {
+	if !q.WrittenAt.IsZero() {
+		d := stage.Sub(q.WrittenAt)
+		return d > -reviewSkew && d < reviewSkew+time.Second // WrittenAt is truncated to the second
+	}
+	return q.Received.IsZero() || q.Received.Sub(stage) < unwrittenReviewAge
 }
 
 // confirms reports whether the watch event q confirms candidate c: the
 // write c reviewed is the one q shows.
 func confirms(q Query, c candidate) bool {
+	if c.digest == "" && !reviewedAbout(q, time.Unix(0, c.stage)) {
+		return false
+	}
 	switch {
 	case q.Removal || c.removal:
 		return q.Removal && c.removal && q.UID != "" && c.uid == q.UID
@@ -82,7 +109,8 @@ func sameActor(a, b *facts.Actor) bool {
 
 // candidateOf is e as confirms reads it.
 func (e *entry) candidateOf() candidate {
-	c := candidate{removal: e.IsRemoval(), create: e.flags&candidateCreate != 0, uid: e.uid, digest: e.stream.digests[e]}
+	c := candidate{removal: e.IsRemoval(), create: e.flags&candidateCreate != 0, uid: e.uid, digest: e.stream.digests[e],
+		stage: e.record.stage}
 	if !c.create {
 		c.previousVersion = e.ref
 	}

@@ -42,7 +42,14 @@ func watched(kind, rv, prev, digest string) Query {
 func TestConfirms(t *testing.T) {
 	update := candidate{uid: "u1", previousVersion: "10", digest: digestV1}
 	create := candidate{create: true, uid: "u1", digest: digestV1}
-	removal := candidate{removal: true, uid: "u1"}
+	removal := candidate{removal: true, uid: "u1", stage: t0.UnixNano()}
+	stale := removal
+	stale.stage = t0.Add(-2 * time.Minute).UnixNano()
+	deletionStamped := func(at time.Time) Query {
+		q := watched("removal", "12", "11", "")
+		q.WrittenAt = at
+		return q
+	}
 	cases := []struct {
 		name string
 		q    Query
@@ -55,7 +62,12 @@ func TestConfirms(t *testing.T) {
 		{"an update of another object", func() Query { q := watched("update", "11", "10", digestV1); q.UID = "u2"; return q }(), update, false},
 		{"an update when the stream does not know the previous version", watched("update", "11", "", digestV1), update, false},
 		{"a /scale carries no digest: the version alone", watched("update", "11", "10", digestV2),
-			candidate{uid: "u1", previousVersion: "10"}, true},
+			candidate{uid: "u1", previousVersion: "10", stage: t0.UnixNano()}, true},
+		{"a /scale reviewed long before the change the API server dates", func() Query {
+			q := watched("update", "11", "10", digestV2)
+			q.WrittenAt = t0.Add(time.Minute)
+			return q
+		}(), candidate{uid: "u1", previousVersion: "10", stage: t0.UnixNano()}, false},
 		{"an update never confirms a removal", watched("removal", "12", "11", ""), update, false},
 		{"a create by name, showing what it carried", watched("create", "1", "", digestV1), create, true},
 		{"a create whose final object differs", watched("create", "1", "", digestV2), create, false},
@@ -64,12 +76,18 @@ func TestConfirms(t *testing.T) {
 		{"a create review without a uid by name and digest", watched("create", "1", "", digestV1),
 			candidate{create: true, digest: digestV1}, true},
 		{"a create of a sensitive type carries no digest: its uid alone", watched("create", "1", "", digestV2),
-			candidate{create: true, uid: "u1"}, true},
+			candidate{create: true, uid: "u1", stage: t0.UnixNano()}, true},
 		{"a sensitive create of another uid", func() Query { q := watched("create", "1", "", digestV1); q.UID = "u2"; return q }(),
-			candidate{create: true, uid: "u1"}, false},
+			candidate{create: true, uid: "u1", stage: t0.UnixNano()}, false},
 		{"a create review with neither uid nor digest names nothing", watched("create", "1", "", digestV1),
 			candidate{create: true}, false},
 		{"a delete by uid", watched("removal", "12", "11", ""), removal, true},
+		{"a delete reviewed long before its removal arrived (a refused one; this removal went unreviewed)",
+			watched("removal", "12", "11", ""), stale, false},
+		{"a delete reviewed two minutes before the API server stamped the deletion", deletionStamped(t0.Add(-time.Second)), stale, false},
+		{"a delete a finalizer held for two minutes: stamped when it was reviewed",
+			deletionStamped(t0.Add(-2 * time.Minute).Truncate(time.Second)), stale, true},
+		{"a delete reviewed when the API server stamped it", deletionStamped(t0.Truncate(time.Second)), removal, true},
 		{"a delete of another object", func() Query { q := watched("removal", "12", "11", ""); q.UID = "u2"; return q }(), removal, false},
 		{"a delete never confirms a write", watched("update", "11", "10", digestV1), removal, false},
 	}

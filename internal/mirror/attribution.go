@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"time"
 
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
@@ -60,6 +61,25 @@ func query(stream facts.StreamKey, version string, ev watch.Event, digest string
 		Stream: stream, Version: version, Namespace: obj.GetNamespace(), Name: obj.GetName(),
 		UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion(), Removal: ev.Kind == watch.Delete,
 		Created: ev.Type == apiwatch.Added, PreviousVersion: ev.PreviousVersion, Digest: digest,
-		Labels: obj.GetLabels(), Received: ev.Received,
+		Labels: obj.GetLabels(), Received: ev.Received, WrittenAt: writtenAt(ev),
 	}
+}
+
+// writtenAt is when the API server dates the change an event shows: for a
+// removal, when the deletion was requested (the deletionTimestamp it
+// stamped, which lies the grace period after the request; none when it
+// removed the object at once), else the object's latest managedFields time.
+func writtenAt(ev watch.Event) time.Time {
+	if ev.Kind == watch.Delete {
+		stamped := ev.Object.GetDeletionTimestamp()
+		if stamped == nil {
+			return time.Time{}
+		}
+		var grace int64
+		if g := ev.Object.GetDeletionGracePeriodSeconds(); g != nil {
+			grace = *g
+		}
+		return stamped.Add(-time.Duration(grace) * time.Second)
+	}
+	return attribution.LastChanged(ev.Object.GetManagedFields())
 }
