@@ -73,11 +73,11 @@ type Query struct {
 	// Received is when the watch delivered the event; the grace runs from
 	// it (now when zero).
 	Received time.Time
-	// WrittenAt is when the API server says the change was made: a
-	// removal's deletionTimestamp, a write's latest managedFields time
-	// (LastChanged); zero when the object has neither. An admission review
-	// that carries no content digest is confirmed only when it was made
-	// about then (reviewedAbout).
+	// WrittenAt is when the API server says a removal was requested (its
+	// deletionTimestamp less the grace period); zero when it has none. An
+	// admission review that carries no content digest is confirmed only
+	// when it was made about then, or, without it, shortly before the event
+	// (reviewedAbout).
 	WrittenAt time.Time
 	// Created is set for an ADDED event: the only write an admission
 	// review of a CREATE may confirm (an update whose previous version the

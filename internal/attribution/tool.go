@@ -3,7 +3,6 @@ package attribution
 import (
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,24 +29,6 @@ import (
 // so it goes into a commit trailer, not the author. Nil when no entry
 // names a manager.
 func ChangedWith(entries []metav1.ManagedFieldsEntry) []string {
-	_, managers := latestChange(entries)
-	return managers
-}
-
-// LastChanged is when the API server says an object's latest change was
-// made (managedFields, whole seconds, status writes skipped, as for
-// ChangedWith); zero when no entry has a time.
-func LastChanged(entries []metav1.ManagedFieldsEntry) time.Time {
-	latest, _ := latestChange(entries)
-	if latest == 0 {
-		return time.Time{}
-	}
-	return time.Unix(latest, 0)
-}
-
-// latestChange is the latest time (Unix seconds, 0 for none) of the
-// entries that name a tool, and the tools that wrote at that time, sorted.
-func latestChange(entries []metav1.ManagedFieldsEntry) (int64, []string) {
 	var latest int64
 	var managers []string
 	for _, e := range entries {
@@ -67,7 +48,7 @@ func latestChange(entries []metav1.ManagedFieldsEntry) (int64, []string) {
 		}
 	}
 	slices.Sort(managers)
-	return latest, managers
+	return managers
 }
 
 // beforeFirstApply is the placeholder manager the API server gives the

@@ -77,17 +77,3 @@ func TestChangedWithNamesTheManagerOfTheLatestWrite(t *testing.T) {
 		})
 	}
 }
-
-// LastChanged dates the same write ChangedWith names: the latest entry
-// that is not a status write; zero when no entry has a time.
-func TestLastChangedIsTheTimeOfTheLatestWrite(t *testing.T) {
-	at := func(sec int) *metav1.Time { return &metav1.Time{Time: time.Date(2026, 12, 2, 15, 0, sec, 0, time.UTC)} }
-	entries := []metav1.ManagedFieldsEntry{
-		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(10)},
-		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(20), Subresource: "scale"},
-		{Manager: "controller", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(30), Subresource: "status"},
-	}
-	require.Equal(t, at(20).Time, LastChanged(entries).UTC())
-	require.True(t, LastChanged([]metav1.ManagedFieldsEntry{{Manager: "old"}}).IsZero())
-	require.True(t, LastChanged(nil).IsZero())
-}

@@ -65,21 +65,23 @@ func query(stream facts.StreamKey, version string, ev watch.Event, digest string
 	}
 }
 
-// writtenAt is when the API server dates the change an event shows: for a
-// removal, when the deletion was requested (the deletionTimestamp it
-// stamped, which lies the grace period after the request; none when it
-// removed the object at once), else the object's latest managedFields time.
+// writtenAt is when the API server dates a removal: when the deletion was
+// requested (the deletionTimestamp it stamped, which lies the grace period
+// after the request); zero when it removed the object at once, and for a
+// write: dating writes by their latest managedFields time left 57 of 72
+// measured /scale writes unresolved (scenario I's coverage), so a write's
+// review is bounded by the event's receipt instead.
 func writtenAt(ev watch.Event) time.Time {
-	if ev.Kind == watch.Delete {
-		stamped := ev.Object.GetDeletionTimestamp()
-		if stamped == nil {
-			return time.Time{}
-		}
-		var grace int64
-		if g := ev.Object.GetDeletionGracePeriodSeconds(); g != nil {
-			grace = *g
-		}
-		return stamped.Add(-time.Duration(grace) * time.Second)
+	if ev.Kind != watch.Delete {
+		return time.Time{}
 	}
-	return attribution.LastChanged(ev.Object.GetManagedFields())
+	stamped := ev.Object.GetDeletionTimestamp()
+	if stamped == nil {
+		return time.Time{}
+	}
+	var grace int64
+	if g := ev.Object.GetDeletionGracePeriodSeconds(); g != nil {
+		grace = *g
+	}
+	return stamped.Add(-time.Duration(grace) * time.Second)
 }
