@@ -239,7 +239,7 @@ func TestAdmissionOnlyTakesAConfirmedReviewOnceSettled(t *testing.T) {
 	})
 	t.Run("no settle: taken at once", func(t *testing.T) {
 		f := newFixture()
-		f.resolver.AdmissionOnly, f.resolver.Settle = true, -1
+		f.resolver.AdmissionOnly, f.resolver.Settle = true, NoSettle
 		f.apply(review("r", "update", alice, 0, "10", digestV1))
 		got := <-f.resolve(context.Background(), watchedNow("11", "10", digestV1))
 		require.Equal(t, TierAdmission, got.Tier)

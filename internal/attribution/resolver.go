@@ -157,9 +157,9 @@ type Resolver struct {
 	// through the transport (another replica's, through Redis) makes the
 	// answer ambiguous rather than wrong. Reviews precede their writes, so
 	// the ones that matter are usually filed before the event arrives.
-	// Negative: none, for an index every review is filed in before it is
-	// answered (one replica, its observer filing into its own index): the
-	// write, and so its event, comes only after that.
+	// NoSettle: none, for an index every review that can matter is filed
+	// in before it is answered (the memory transport, its observer filing
+	// into its own index): the write, and so its event, comes only after.
 	Settle   time.Duration
 	Clock    clock.Clock
 	Observer Observer
@@ -267,6 +267,10 @@ func (r *Resolver) sleep(ctx context.Context, w *waiter, d time.Duration) bool {
 	}
 	return true
 }
+
+// NoSettle is Resolver.Settle for an event that takes a confirmed
+// candidate at once.
+const NoSettle time.Duration = -1
 
 func (r *Resolver) settle() time.Duration {
 	switch {

@@ -71,7 +71,7 @@ func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
 	case watch.Synced:
 		return g.synced(ctx, ev.Present)
 	case watch.Resumed:
-		return g.resumed()
+		g.resumed()
 	case watch.CaughtUp:
 		return g.caughtUp(ctx)
 	}
@@ -81,11 +81,10 @@ func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
 // resumed counts a stream that started from its cursor as replayed: Git
 // holds its scope up to the cursor, so there is nothing to sweep. Its
 // catch-up is still to come: the target's held window waits for it.
-func (g *streamGlue) resumed() error {
+func (g *streamGlue) resumed() {
 	if g.target.markStream(g.claim, func(r *running) { r.synced, r.catchingUp = true, true }).synced {
 		g.target.observer.Replayed(g.target.Key)
 	}
-	return nil
 }
 
 // caughtUp ends a resumed stream's catch-up; the last one to end, after

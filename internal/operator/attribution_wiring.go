@@ -229,7 +229,7 @@ func (p *attributionPipeline) NeedLeaderElection() bool { return false }
 // waits the default settle for it to come through.
 func settleFor(a *AttributionOptions) time.Duration {
 	if a.Transport == TransportMemory {
-		return -1
+		return attribution.NoSettle
 	}
 	return 0
 }

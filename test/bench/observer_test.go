@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
@@ -96,29 +97,22 @@ func (o benchObserver) operatorArgs() []string {
 // of its own, so a registered configuration is not yet a called one.
 func (o benchObserver) waitServing(ctx context.Context, e *benchEnv, op *operatorRun, probe func(ctx context.Context) error,
 	resources ...string) error {
-	deadline := time.Now().Add(time.Minute)
 	registered := false
-	for {
-		var err error
-		if !registered {
-			registered, err = o.registered(ctx, e, resources)
-		} else {
-			var reviewed bool
-			if reviewed, err = reviewedBy(ctx, op, probe); reviewed {
-				return nil
-			}
-		}
-		if err != nil {
-			return err
-		}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := op.exited(); err != nil {
-			return err
+			return false, err
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the observer did not review writes within a minute (registered: %t; operator log %s)", registered, op.logPath)
+		if !registered {
+			var err error
+			registered, err = o.registered(ctx, e, resources)
+			return false, err
 		}
-		time.Sleep(100 * time.Millisecond)
+		return reviewedBy(ctx, op, probe)
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("the observer did not review writes within a minute (registered: %t; operator log %s)", registered, op.logPath)
 	}
+	return err
 }
 
 // registered reports whether the observer's configuration names exactly
@@ -203,27 +197,24 @@ func observerCallSeconds(s metricSamples) (seconds, calls float64) {
 // waitUnobserved waits until a probe write no longer reaches the
 // observer's webhooks, after their configuration was removed.
 func waitUnobserved(ctx context.Context, e *benchEnv, probe func(ctx context.Context) error) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		before, err := e.apiServerMetrics(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := probe(ctx); err != nil {
-			return err
+			return false, err
 		}
 		after, err := e.apiServerMetrics(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if observerCalls(after) == observerCalls(before) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the API server still called the observer a minute after its configuration was removed")
-		}
-		time.Sleep(100 * time.Millisecond)
+		return observerCalls(after) == observerCalls(before), nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("the API server still called the observer a minute after its configuration was removed")
 	}
+	return err
 }
 
 // loadAverage is the machine's one-minute load average.
