@@ -258,6 +258,48 @@ func TestAdmissionOnlyTakesAConfirmedReviewOnceSettled(t *testing.T) {
 		require.False(t, got.Resolved())
 		require.Equal(t, "none", got.ActorKind())
 	})
+	t.Run("the barrier brings the other replica's review: no guess, no wait", func(t *testing.T) {
+		f := newFixture()
+		f.resolver.AdmissionOnly = true
+		f.apply(review("r", "update", alice, 0, "10", digestV1))
+		f.resolver.Barrier = func(context.Context, facts.StreamKey) error {
+			f.apply(review("b", "update", bob, 0, "10", digestV1))
+			return nil
+		}
+		got := f.resolver.Resolve(context.Background(), watchedNow("11", "10", digestV1))
+		require.Equal(t, TierAmbiguous, got.Tier)
+		require.Zero(t, got.Waited)
+		require.Equal(t, []bool{true}, f.obs.barriers)
+	})
+	t.Run("a barrier reached ends the settle", func(t *testing.T) {
+		f := newFixture()
+		f.resolver.AdmissionOnly = true
+		f.apply(review("r", "update", alice, 0, "10", digestV1))
+		f.resolver.Barrier = func(context.Context, facts.StreamKey) error { return nil }
+		got := f.resolver.Resolve(context.Background(), watchedNow("11", "10", digestV1))
+		require.Equal(t, TierAdmission, got.Tier)
+		require.Equal(t, alice, got.Actor)
+		require.Zero(t, got.Waited)
+	})
+	t.Run("a barrier that outlasts the settle is given up", func(t *testing.T) {
+		f := newFixture()
+		f.resolver.AdmissionOnly = true
+		f.apply(review("r", "update", alice, 0, "10", digestV1))
+		entered := make(chan struct{})
+		f.resolver.Barrier = func(ctx context.Context, _ facts.StreamKey) error {
+			close(entered)
+			<-ctx.Done() // Redis is slow: the settle's end cancels it
+			return ctx.Err()
+		}
+		done := f.resolve(context.Background(), watchedNow("11", "10", digestV1))
+		<-entered
+		f.clock.Step(DefaultSettle)
+		got := <-done
+		require.Equal(t, TierAdmission, got.Tier)
+		require.Equal(t, alice, got.Actor)
+		require.Equal(t, DefaultSettle, got.Waited)
+		require.Equal(t, []bool{false}, f.obs.barriers)
+	})
 	t.Run("the review arrives while the event waits", func(t *testing.T) {
 		f := newFixture()
 		f.resolver.AdmissionOnly = true

@@ -31,6 +31,7 @@ type recorder struct {
 	resolutions []Resolution
 	gaps        []int
 	errors      int
+	barriers    []bool // each SettleBarrier's reached
 	// evictedCh, when set, receives every eviction.
 	evictedCh chan EvictionReason
 }
@@ -59,6 +60,11 @@ func (r *recorder) StreamGap(_ facts.StreamKey, lost int) {
 	r.mu.Unlock()
 }
 func (r *recorder) FollowerLag(string, time.Duration) {}
+func (r *recorder) SettleBarrier(reached bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.barriers = append(r.barriers, reached)
+}
 func (r *recorder) FollowerError(string, facts.StreamKey, error) {
 	r.mu.Lock()
 	r.errors++

@@ -44,6 +44,10 @@ type Observer interface {
 	// its newest fact's stage time (the audit batch delay plus the
 	// transport's; a restart's re-warm shows as one large lag).
 	FollowerLag(transport string, lag time.Duration)
+	// SettleBarrier: an event's settle ended early, every review published
+	// before it having reached the index (reached), or the barrier failed
+	// or outlasted the settle (not reached).
+	SettleBarrier(reached bool)
 }
 
 // NopObserver observes nothing.
@@ -56,3 +60,4 @@ func (NopObserver) Resolved(Query, Resolution)                   {}
 func (NopObserver) StreamGap(facts.StreamKey, int)               {}
 func (NopObserver) FollowerError(string, facts.StreamKey, error) {}
 func (NopObserver) FollowerLag(string, time.Duration)            {}
+func (NopObserver) SettleBarrier(bool)                           {}

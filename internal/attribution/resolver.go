@@ -160,7 +160,14 @@ type Resolver struct {
 	// NoSettle: none, for an index every review that can matter is filed
 	// in before it is answered (the memory transport, its observer filing
 	// into its own index): the write, and so its event, comes only after.
-	Settle   time.Duration
+	Settle time.Duration
+	// Barrier, when set with AdmissionOnly, ends the settle early: it
+	// returns once every fact published to the event's stream before it
+	// was called has reached the index (facts.Barrier). A review is
+	// published before the write it reviews is stored, so from then on no
+	// review of the event's write is still on its way. When it fails or
+	// outlasts the settle, the settle's end is when candidates answer.
+	Barrier  func(ctx context.Context, stream facts.StreamKey) error
 	Clock    clock.Clock
 	Observer Observer
 
@@ -201,6 +208,9 @@ func (r *Resolver) Resolve(ctx context.Context, q Query) Resolution {
 	candidatesAt := graceEnd
 	if r.AdmissionOnly {
 		candidatesAt = received.Add(min(r.settle(), grace))
+		if r.awaitBarrier(ctx, q.Stream, candidatesAt) {
+			candidatesAt = c.Now()
+		}
 	}
 
 	keys := waitKeys(q)
@@ -266,6 +276,33 @@ func (r *Resolver) sleep(ctx context.Context, w *waiter, d time.Duration) bool {
 		return false
 	}
 	return true
+}
+
+// awaitBarrier runs the Barrier until it returns or until, on the
+// resolver's clock, passes: true when it returned without an error before
+// the settle's end. It is not run when the settle is already over.
+func (r *Resolver) awaitBarrier(ctx context.Context, stream facts.StreamKey, until time.Time) bool {
+	if r.Barrier == nil {
+		return false
+	}
+	d := until.Sub(r.clock().Now())
+	if d <= 0 {
+		return false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timer := r.clock().NewTimer(d)
+	defer timer.Stop()
+	go func() {
+		select {
+		case <-timer.C():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := r.Barrier(ctx, stream)
+	r.observer().SettleBarrier(err == nil)
+	return err == nil
 }
 
 // NoSettle is Resolver.Settle for an event that takes a confirmed

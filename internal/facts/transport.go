@@ -25,3 +25,17 @@ type Transport interface {
 	// cannot go on.
 	Follow(ctx context.Context, stream StreamKey, since time.Time, deliver func([]Fact), gap func(lost int)) error
 }
+
+// Barrier is implemented by a transport that several processes publish to
+// (Redis). It lets a reader of this process's index wait for what other
+// processes published: the admission observer publishes a review before it
+// answers it, and the API server stores the write only after the answer,
+// so once a write's watch event is here, every review of that write is in
+// its stream, and AwaitDelivered waits until this process's follow has
+// delivered it.
+type Barrier interface {
+	// AwaitDelivered returns once a Follow of stream in this process has
+	// delivered every fact published to stream before the call; ctx's
+	// error when ctx ends first, the transport's when it cannot tell.
+	AwaitDelivered(ctx context.Context, stream StreamKey) error
+}

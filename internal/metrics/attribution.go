@@ -25,6 +25,7 @@ type AttributionMetrics struct {
 	decodeErrs   prometheus.Counter
 	held         prometheus.Gauge
 	heldDone     *prometheus.CounterVec
+	settles      *prometheus.CounterVec
 }
 
 var (
@@ -68,6 +69,13 @@ func NewAttributionMetrics() *AttributionMetrics {
 		heldDone: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_held_facts_total",
 			Help: "What became of held facts: published once Redis was back, expired (older than one fact TTL by then), " +
 				"overflow (pushed out by newer ones)."}, []string{"outcome"}),
+		settles: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "attribution_settle_barriers_total",
+			Help: "Watch events whose settle (admission as the only source, Redis transport) ended once every review published " +
+				"before them had reached the index (reached), or that waited the whole settle instead (not_reached: Redis away or slow)."},
+			[]string{"outcome"}),
+	}
+	for _, outcome := range []string{"reached", "not_reached"} {
+		m.settles.WithLabelValues(outcome)
 	}
 	for _, outcome := range fallback.HeldOutcomes {
 		m.heldDone.WithLabelValues(string(outcome))
@@ -97,7 +105,7 @@ func (m *AttributionMetrics) Register(reg prometheus.Registerer) error {
 }
 
 func (m *AttributionMetrics) attributionFamilies() []prometheus.Collector {
-	return []prometheus.Collector{m.resolutions, m.wait, m.factOps, m.entries, m.evictions, m.gaps, m.followerErrs, m.followerLag, m.decodeErrs,
+	return []prometheus.Collector{m.resolutions, m.wait, m.factOps, m.entries, m.evictions, m.gaps, m.followerErrs, m.followerLag, m.decodeErrs, m.settles,
 		m.held, m.heldDone}
 }
 
@@ -136,6 +144,15 @@ func (m *AttributionMetrics) DecodeError(error) { m.decodeErrs.Inc() }
 // FollowerLag implements attribution.Observer.
 func (m *AttributionMetrics) FollowerLag(transport string, lag time.Duration) {
 	m.followerLag.WithLabelValues(transport).Observe(lag.Seconds())
+}
+
+// SettleBarrier counts a settle barrier's outcome.
+func (m *AttributionMetrics) SettleBarrier(reached bool) {
+	if reached {
+		m.settles.WithLabelValues("reached").Inc()
+		return
+	}
+	m.settles.WithLabelValues("not_reached").Inc()
 }
 
 // FollowerError implements attribution.Observer.

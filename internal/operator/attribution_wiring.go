@@ -183,7 +183,7 @@ func newAttributionPipeline(a *AttributionOptions, transport facts.Transport, in
 		// without waiting the whole grace: no audit fact will come to win
 		// over it (settleFor says how soon).
 		resolver: &attribution.Resolver{Index: index, Grace: a.grace(), Observer: observer,
-			AdmissionOnly: a.Source == SourceAdmission, Settle: settleFor(a)},
+			AdmissionOnly: a.Source == SourceAdmission, Settle: settleFor(a), Barrier: settleBarrier(a, transport)},
 	}
 }
 
@@ -225,11 +225,22 @@ func (p *attributionPipeline) NeedLeaderElection() bool { return false }
 // each of its reviews here before the write it reviews is stored, so a
 // confirmed review answers at once: waiting would change nothing. With
 // Redis another process may have answered a review of the same write (the
-// other Pod of a rolling update, behind the same Service), and the event
-// waits the default settle for it to come through.
+// other Pod of a rolling update, behind the same Service): the event waits
+// until this process has followed every review published before it
+// (settleBarrier), the default settle at most.
 func settleFor(a *AttributionOptions) time.Duration {
 	if a.Transport == TransportMemory {
 		return attribution.NoSettle
 	}
 	return 0
+}
+
+// settleBarrier is the resolver's Barrier: the transport's, when the
+// observer is the only source and other processes publish to it.
+func settleBarrier(a *AttributionOptions, transport facts.Transport) func(context.Context, facts.StreamKey) error {
+	barrier, ok := transport.(facts.Barrier)
+	if !ok || a.Source != SourceAdmission || a.Transport == TransportMemory {
+		return nil
+	}
+	return barrier.AwaitDelivered
 }

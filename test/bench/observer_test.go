@@ -275,16 +275,18 @@ type observedRun struct {
 	probe func(ctx context.Context) error
 }
 
-// startObservedRun starts an operator run for mirror m: attributing from
-// the observer alone when observed, else in configured-author mode.
-func startObservedRun(b *testing.B, e *benchEnv, m *mirror, run string, observed bool, probe func(ctx context.Context) error) *observedRun {
+// startObservedRun starts an operator run for mirror m, with extra
+// arguments: attributing from the observer alone when observed, else in
+// configured-author mode.
+func startObservedRun(b *testing.B, e *benchEnv, m *mirror, run string, observed bool, probe func(ctx context.Context) error,
+	extra ...string) *observedRun {
 	b.Helper()
 	r := &observedRun{probe: probe}
-	var args []string
+	args := extra
 	if observed {
 		o, err := newBenchObserver(context.Background(), e, run, m.name)
 		require.NoError(b, err)
-		r.obs, args = &o, o.operatorArgs()
+		r.obs, args = &o, append(o.operatorArgs(), extra...)
 	}
 	op, err := startOperatorArgs(e, run, args...)
 	require.NoError(b, err)

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
 // Scenario I's edit-to-commit figures (issue 22).
@@ -47,10 +49,28 @@ type editRun struct {
 // observedEditRounds times, off first. With the observer, every commit
 // must name the editor.
 func BenchmarkObserverEditToCommit(b *testing.B) {
+	observedEditsToCommit(b, "I observer: edit to commit", "observed-edits")
+}
+
+// BenchmarkObserverEditToCommitRedis is the same with the facts carried
+// through a real redis-server (as with more than one replica): each event
+// waits until this process has followed every review published before it,
+// not a fixed settle.
+func BenchmarkObserverEditToCommitRedis(b *testing.B) {
+	redis, err := harness.StartRedis(b.TempDir())
+	require.NoError(b, err)
+	b.Cleanup(redis.Stop)
+	observedEditsToCommit(b, "I observer: edit to commit, Redis transport", "observed-redis",
+		"--redis-addr="+redis.Addr(), "--redis-key-prefix="+uniqueName("observer-facts")+":")
+}
+
+// observedEditsToCommit runs the rounds of edit → commit on a mirror of
+// its own, every operator run with extra arguments.
+func observedEditsToCommit(b *testing.B, title, name string, extra ...string) {
 	e := observerEnv(b)
 	ctx := context.Background()
-	r := newReporter(b, "I observer: edit to commit", forgeGit)
-	name := uniqueName("observed-edits")
+	r := newReporter(b, title, forgeGit)
+	name = uniqueName(name)
 	m, err := newMirror(ctx, e, name, mirrorOptions{commitWindow: latencyCommitWindow})
 	require.NoError(b, err)
 	b.Cleanup(func() { require.NoError(b, m.retire(ctx, e)) })
@@ -62,7 +82,7 @@ func BenchmarkObserverEditToCommit(b *testing.B) {
 		require.NoError(b, e.client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: key.Name},
 			Data: map[string]string{"key-0": "initial"}}))
 	}
-	s := editSession{e: e, m: m, editor: editor, edited: edited, servingProbe: servingProbe, current: "initial"}
+	s := editSession{e: e, m: m, editor: editor, edited: edited, servingProbe: servingProbe, current: "initial", extra: extra}
 	var off, on []editRun
 	for round := range observedEditRounds {
 		off = append(off, s.timeEdits(b, fmt.Sprintf("%s-off-%d", name, round), false))
@@ -80,6 +100,8 @@ type editSession struct {
 	edited, servingProbe client.ObjectKey
 	current              string
 	probes               int
+	// extra are arguments of every operator run.
+	extra []string
 }
 
 // timeEdits starts an operator run (attributing from the observer when
@@ -94,7 +116,7 @@ func (s *editSession) timeEdits(b *testing.B, run string, observed bool) editRun
 		s.probes++
 		return patchValue(ctx, s.e.client(), s.servingProbe, fmt.Sprintf("probe-%d", s.probes))
 	}
-	observedOp := startObservedRun(b, s.e, s.m, run, observed, probe)
+	observedOp := startObservedRun(b, s.e, s.m, run, observed, probe, s.extra...)
 	defer observedOp.stop(b, s.e)
 	op := observedOp.op
 	_, err := pollHeads(ctx, s.m.remote, op, 100*time.Millisecond, time.Minute, fileContains(s.m, file, s.current))

@@ -83,6 +83,10 @@ func TestTheAdmissionPathNamesTheActorOfEachChange(t *testing.T) {
 		require.NoError(t, bob.Delete(ctx, configMap(m.ns, "shared", nil)))
 		goneFromGit(t, "shared")
 		require.Equal(t, gitAuthor("bob"), authorOf(t, m, dir+"shared.yaml"))
+
+		// With Redis, each event's settle ended once the reviews published
+		// before it were followed, not after the whole settle.
+		require.Positive(t, metricSumWhere(t, "gitopsreverser_attribution_settle_barriers_total", map[string]string{"outcome": "reached"}))
 	})
 
 	t.Run("the deleter authors a removal another account's finalizer completes", func(t *testing.T) {

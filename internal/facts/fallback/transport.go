@@ -110,7 +110,14 @@ type heldBatch struct {
 	at     time.Time // when it was held: the age of a fact without a stage time
 }
 
-var _ facts.Transport = (*Transport)(nil)
+var (
+	_ facts.Transport = (*Transport)(nil)
+	_ facts.Barrier   = (*Transport)(nil)
+)
+
+// errHolding is AwaitDelivered's answer while publishes are held: what
+// other processes published meanwhile is not in the shared transport.
+var errHolding = errors.New("the shared fact transport is away; facts are held")
 
 // New checks opts and fills in their defaults. Close stops the retries.
 func New(opts Options) (*Transport, error) {
@@ -169,6 +176,19 @@ func (t *Transport) Publish(ctx context.Context, stream facts.StreamKey, fs []fa
 func (t *Transport) Follow(ctx context.Context, stream facts.StreamKey, since time.Time,
 	deliver func([]facts.Fact), gap func(lost int)) error {
 	return t.opts.Shared.Follow(ctx, stream, since, deliver, gap)
+}
+
+// AwaitDelivered is the shared transport's (facts.Barrier), which must
+// have one; it fails at once while facts are held.
+func (t *Transport) AwaitDelivered(ctx context.Context, stream facts.StreamKey) error {
+	barrier, ok := t.opts.Shared.(facts.Barrier)
+	switch {
+	case !ok:
+		return errors.New("the shared fact transport cannot say what it delivered")
+	case t.holding():
+		return errHolding
+	}
+	return barrier.AwaitDelivered(ctx, stream)
 }
 
 // Retry makes the next attempt to publish held facts now (the Redis

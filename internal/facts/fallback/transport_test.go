@@ -145,3 +145,16 @@ func TestAHeldFactOlderThanTheTTLIsNotPublished(t *testing.T) {
 	require.Equal(t, 1, s.counts.of(fallback.HeldExpired))
 	require.Equal(t, 1, s.counts.of(fallback.HeldPublished))
 }
+
+// The barrier is Redis's while Redis takes publishes, and refuses at once
+// while facts are held: what other processes publish meanwhile is not in
+// Redis, and the held facts are in the local index already.
+func TestTheBarrierIsRedisesUntilFactsAreHeld(t *testing.T) {
+	s := newSetup(t)
+	ctx := context.Background()
+	require.NoError(t, s.tr.AwaitDelivered(ctx, configMaps), "an empty stream: nothing to wait for")
+
+	s.redis.Stop()
+	require.NoError(t, s.tr.Publish(ctx, configMaps, fact("during", time.Now())))
+	require.Error(t, s.tr.AwaitDelivered(ctx, configMaps))
+}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -75,9 +76,17 @@ type Transport struct {
 	redisOpts *goredis.Options
 	client    *goredis.Client
 	opts      Options
+
+	mu sync.Mutex
+	// delivered is how far this process's follows have delivered each
+	// stream (AwaitDelivered).
+	delivered map[facts.StreamKey]*deliveredUpTo
 }
 
-var _ facts.Transport = (*Transport)(nil)
+var (
+	_ facts.Transport = (*Transport)(nil)
+	_ facts.Barrier   = (*Transport)(nil)
+)
 
 // New returns a transport that connects with redisOpts (address, TLS, ACL
 // user and password). Close releases its connections.
@@ -178,6 +187,9 @@ func (t *Transport) Follow(ctx context.Context, key facts.StreamKey, since time.
 
 	f := follower{key: key, redisKey: t.Key(key), lastID: t.startID(since), deliver: deliver, gap: gap,
 		decodeError: t.opts.DecodeError}
+	// What lies before the start is not this follow's to deliver: older
+	// than since, or than one Retention.
+	t.advance(key, f.lastID)
 	for {
 		streams, err := conn.XRead(ctx, &goredis.XReadArgs{
 			Streams: []string{f.redisKey, f.lastID}, Count: t.opts.ReadCount, Block: t.opts.Block,
@@ -194,6 +206,7 @@ func (t *Transport) Follow(ctx context.Context, key facts.StreamKey, since time.
 		for _, s := range streams {
 			f.handle(s.Messages)
 		}
+		t.advance(key, f.lastID)
 	}
 }
 
