@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/configbutler/gitops-reverser/internal/attribution"
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
@@ -35,7 +36,7 @@ type editRun struct {
 	// unauthored counts the edits whose commit does not name the editor
 	// (observer runs only).
 	unauthored int
-	// resolutionWait is the operator's mean wait for attribution evidence
+	// resolutionWait is the operator's mean wait for a confirmed review
 	// per watch event during the edits (observer runs only).
 	resolutionWait time.Duration
 	load           float64
@@ -151,21 +152,48 @@ func (s *editSession) timeEdits(b *testing.B, run string, observed bool) editRun
 	require.NoError(b, err)
 	res.load = max(loadBefore, loadAfter)
 	res.resolutionWait = meanResolutionWait(metricsBefore, metricsAfter)
-	b.Logf("run %s: p50 %.0f ms, p90 %.0f ms, max %.0f ms; %d edits not authored by the editor; mean attribution wait %.0f ms; load %.2f → %.2f",
+	b.Logf("run %s: p50 %.0f ms, p90 %.0f ms, max %.0f ms; %d edits not authored by the editor; mean attribution wait %.0f ms (%s); load %.2f → %.2f",
 		run, milliseconds(percentile(res.latencies, 50)), milliseconds(percentile(res.latencies, 90)),
-		milliseconds(percentile(res.latencies, 100)), res.unauthored, milliseconds(res.resolutionWait), loadBefore, loadAfter)
+		milliseconds(percentile(res.latencies, 100)), res.unauthored, milliseconds(res.resolutionWait),
+		waitsByTier(metricsBefore, metricsAfter), loadBefore, loadAfter)
 	return res
 }
 
-// meanResolutionWait is the mean time a watch event waited for
-// attribution evidence between two scrapes (zero without attribution).
+// meanResolutionWait is the mean time a watch event answered by a
+// confirmed review waited for it between two scrapes (zero without
+// attribution). Events of other tiers are left out: a probe write made
+// before the observer was called is resolved unattributed a whole grace
+// later, during the edits, and says nothing of an edit's wait.
 func meanResolutionWait(before, after metricSamples) time.Duration {
 	const family = "gitopsreverser_attribution_resolution_wait_seconds"
-	n := after.sum(family+"_count") - before.sum(family+"_count")
+	label := `tier="` + string(attribution.TierAdmission) + `"`
+	n := after.sum(family+"_count", label) - before.sum(family+"_count", label)
 	if n == 0 {
 		return 0
 	}
-	return time.Duration((after.sum(family+"_sum") - before.sum(family+"_sum")) / n * float64(time.Second))
+	return time.Duration((after.sum(family+"_sum", label) - before.sum(family+"_sum", label)) / n * float64(time.Second))
+}
+
+// waitsByTier says, per tier, how many watch events were resolved between
+// two scrapes and their mean wait, and how the settle barriers ended.
+func waitsByTier(before, after metricSamples) string {
+	const family = "gitopsreverser_attribution_resolution_wait_seconds"
+	var parts []string
+	for _, tier := range attribution.Tiers {
+		label := `tier="` + string(tier) + `"`
+		n := after.sum(family+"_count", label) - before.sum(family+"_count", label)
+		if n == 0 {
+			continue
+		}
+		mean := (after.sum(family+"_sum", label) - before.sum(family+"_sum", label)) / n
+		parts = append(parts, fmt.Sprintf("%s: %.0f, mean %.1f ms", tier, n, mean*1000))
+	}
+	const barriers = "gitopsreverser_attribution_settle_barriers_total"
+	for _, outcome := range []string{"reached", "not_reached"} {
+		label := `outcome="` + outcome + `"`
+		parts = append(parts, fmt.Sprintf("barrier %s: %.0f", outcome, after.sum(barriers, label)-before.sum(barriers, label)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // reportObservedEdits records both sides' edit → commit and what the
@@ -187,7 +215,7 @@ func reportObservedEdits(r reporter, off, on []editRun) {
 	r.reportSpread("observer on: edit → commit p50", onP50, "ms", 0)
 	r.reportSpread("added by the observer: p50", addedP50, "ms", addedEditToCommitTarget)
 	r.reportSpread("added by the observer: p90", addedP90, "ms", 0)
-	r.reportSpread("observer on: the operator's wait for attribution (mean)", waits, "ms", 0)
+	r.reportSpread("observer on: the operator's wait for a confirmed review (mean)", waits, "ms", 0)
 	r.atMost("observer on: edits not authored by their editor", float64(unauthored), "", 0)
 	r.info("load average (1 min), highest seen", spreadOf(loads).max, "")
 	r.info("load average (1 min), lowest seen", spreadOf(loads).min, "")
