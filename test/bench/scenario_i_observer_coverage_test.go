@@ -21,6 +21,7 @@ import (
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/attribution"
+	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
 // Scenario I's coverage figures (issue 22).
@@ -67,10 +68,28 @@ type coverageWrite struct {
 // author compared with the actor. The run repeats coverageRuns times,
 // each with an operator run of its own.
 func BenchmarkObserverCoverage(b *testing.B) {
+	observerCoverage(b, "I observer: coverage", "observed-actors")
+}
+
+// BenchmarkObserverCoverageRedis is the same with the facts carried
+// through a real redis-server: every change waits at the barrier for the
+// reviews published before it instead of taking them from the observer's
+// own filing.
+func BenchmarkObserverCoverageRedis(b *testing.B) {
+	redis, err := harness.StartRedis(b.TempDir())
+	require.NoError(b, err)
+	b.Cleanup(redis.Stop)
+	observerCoverage(b, "I observer: coverage, Redis transport", "observed-actors-redis",
+		"--redis-addr="+redis.Addr(), "--redis-key-prefix="+uniqueName("coverage-facts")+":")
+}
+
+// observerCoverage runs the coverage workload on a mirror of its own,
+// every operator run with extra arguments.
+func observerCoverage(b *testing.B, title, name string, extra ...string) {
 	e := observerEnv(b)
 	ctx := context.Background()
-	r := newReporter(b, "I observer: coverage", forgeGit)
-	name := uniqueName("observed-actors")
+	r := newReporter(b, title, forgeGit)
+	name = uniqueName(name)
 	m, err := newMirror(ctx, e, name, mirrorOptions{commitWindow: latencyCommitWindow})
 	require.NoError(b, err)
 	b.Cleanup(func() {
@@ -94,7 +113,7 @@ func BenchmarkObserverCoverage(b *testing.B) {
 	for run := range coverageRuns {
 		loadBefore, err := loadAverage()
 		require.NoError(b, err)
-		writes := runCoverage(b, e, m, clients, probe, fmt.Sprintf("%s-run-%d", name, run), run)
+		writes := runCoverage(b, e, m, clients, probe, fmt.Sprintf("%s-run-%d", name, run), run, extra...)
 		loadAfter, err := loadAverage()
 		require.NoError(b, err)
 		loads = append(loads, loadBefore, loadAfter)
@@ -135,7 +154,7 @@ func coverageDeployment(namespace, actor string) *appsv1.Deployment {
 // runCoverage starts an operator run with the observer, runs the three
 // actors' workload and returns every write made.
 func runCoverage(b *testing.B, e *benchEnv, m *mirror, clients map[string]client.Client, probe client.ObjectKey,
-	run string, runIndex int) []coverageWrite {
+	run string, runIndex int, extra ...string) []coverageWrite {
 	b.Helper()
 	ctx := context.Background()
 	probes := 0
@@ -143,15 +162,22 @@ func runCoverage(b *testing.B, e *benchEnv, m *mirror, clients map[string]client
 		probes++
 		return patchValue(ctx, e.client(), probe, fmt.Sprintf("probe-%d-of-%s", probes, run))
 	}
-	observedOp := startObservedRun(b, e, m, run, true, probeWrite)
+	observedOp := startObservedRun(b, e, m, run, true, probeWrite, extra...)
 	defer observedOp.stop(b, e)
 	op := observedOp.op
 	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
 	observedOp.waitReviews(b, e, "configmaps", "deployments", "deployments/scale")
+	metricsBefore, err := op.scrape(ctx)
+	require.NoError(b, err)
+	defer func() {
+		metricsAfter, err := op.scrape(ctx)
+		require.NoError(b, err)
+		b.Logf("run %s: %s", run, waitsByTier(metricsBefore, metricsAfter))
+	}()
 
 	var mu sync.Mutex
 	var writes []coverageWrite
-	err := inParallel(ctx, len(coverageActors), len(coverageActors), func(ctx context.Context, i int) error {
+	err = inParallel(ctx, len(coverageActors), len(coverageActors), func(ctx context.Context, i int) error {
 		actor := coverageActors[i]
 		w := coverageWriter{m: m, c: clients[actor], actor: actor, op: op, run: runIndex}
 		for cycle := range coverageCycles {
