@@ -156,6 +156,20 @@ type Writer interface {
 	Commit(ctx context.Context, req CommitRequest) (CommitResult, error)
 }
 
+// ChainCommitter is implemented by forges that can commit several requests
+// as a chain and move the branch once. A backlog of windows (interleaved
+// authors, a forge outage) then reaches the branch in one compare-and-swap
+// instead of one round of requests and one branch move per commit.
+type ChainCommitter interface {
+	// CommitChain commits reqs in order, reqs[0] as Commit would and each
+	// later one on the commit before it (their ExpectedHead and BaseHead
+	// are not read), and moves the branch to the last only if it still
+	// points at reqs[0].ExpectedHead. Either every commit is on the branch
+	// or none is: when it moved, the error is ErrConflict. results[i] is
+	// reqs[i]'s.
+	CommitChain(ctx context.Context, reqs []CommitRequest) (results []CommitResult, err error)
+}
+
 // Forge is a repository the operator reads and writes.
 type Forge interface {
 	Reader

@@ -91,6 +91,7 @@ func Run(t *testing.T, f Fixture, o Options) {
 	t.Run("EmptyRepository", func(t *testing.T) { emptyRepository(t, f) })
 	t.Run("CommitsInABranchHistory", func(t *testing.T) { history(t, f) })
 	t.Run("RaceWithAnExternalCommit", func(t *testing.T) { race(t, f) })
+	t.Run("ChainOfCommitsInOneBranchMove", func(t *testing.T) { chain(t, f) })
 	t.Run("CredentialsRefused", func(t *testing.T) { refused(t, f) })
 	t.Run("RateLimitedWriteWaitsAndLosesNothing", func(t *testing.T) { rateLimitedWrite(t, f) })
 	t.Run("SignedCommitVerifiesWithGit", func(t *testing.T) { signedCommit(t, f, o) })
@@ -277,6 +278,45 @@ func race(t *testing.T, f Fixture) {
 	require.Equal(t, "v: 2\n", ours, "the retry on the new head lands")
 	theirs, _ = r.File(t, "main", "theirs.yaml")
 	require.Equal(t, "v: external\n", theirs, "and keeps the external change")
+}
+
+// chain is a backlog committed by a forge that moves the branch once for
+// several commits (forges.ChainCommitter): each commit has its own author
+// and content, on the one before, and a stale head refuses them all.
+func chain(t *testing.T, f Fixture) {
+	r := f.NewRepo(t, "chain", map[string]string{"a.yaml": "v: 0\n"})
+	chainer, ok := r.Forge.(forges.ChainCommitter)
+	if !ok {
+		t.Skip("this forge commits one request at a time")
+	}
+	start := head(t, r, "main")
+	reqs := make([]forges.CommitRequest, 3)
+	for i := range reqs {
+		reqs[i] = commitRequest(t, "main", start, put("a.yaml", fmt.Sprintf("v: %d\n", i+1)), put(fmt.Sprintf("only-%d.yaml", i), "x: 1\n"))
+		reqs[i].Author.Name = fmt.Sprintf("Author %d", i)
+	}
+	reqs[2].Changes = append(reqs[2].Changes, del("only-0.yaml"))
+	results, err := chainer.CommitChain(context.Background(), reqs)
+	require.NoError(t, err)
+	require.Len(t, results, 3)
+	require.Equal(t, results[2].Commit, head(t, r, "main"), "the branch moved to the last commit")
+	c := r.Head(t, "main")
+	require.Equal(t, "Author 2", c.AuthorName)
+	require.Equal(t, []string{results[1].Commit}, c.Parents, "each commit is on the one before")
+	content, _ := r.File(t, "main", "a.yaml")
+	require.Equal(t, "v: 3\n", content)
+	_, ok = r.File(t, "main", "only-0.yaml")
+	require.False(t, ok, "the last commit's delete landed")
+	require.Contains(t, results[0].Blobs, "only-0.yaml", "each result names its own puts")
+	require.NotContains(t, results[0].Blobs, "only-1.yaml")
+
+	r.ExternalCommit(t, "main", "theirs.yaml", "v: external\n")
+	moved := head(t, r, "main")
+	stale := []forges.CommitRequest{commitRequest(t, "main", results[2].Commit, put("a.yaml", "v: 4\n")),
+		commitRequest(t, "main", "", put("a.yaml", "v: 5\n"))}
+	_, err = chainer.CommitChain(context.Background(), stale)
+	require.ErrorIs(t, err, forges.ErrConflict, "a chain on a stale head is refused")
+	require.Equal(t, moved, head(t, r, "main"), "no commit of a refused chain is on the branch")
 }
 
 func refused(t *testing.T, f Fixture) {

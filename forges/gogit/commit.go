@@ -19,10 +19,25 @@ import (
 // not exist when ExpectedHead is empty. When it moved, the error is
 // forges.ErrConflict and the remote is unchanged.
 func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
-	op := "commit to " + req.Branch
-	branch, expected, base, err := parseCommitRequest(req)
+	results, err := c.CommitChain(ctx, []forges.CommitRequest{req})
 	if err != nil {
-		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
+		return forges.CommitResult{}, err
+	}
+	return results[0], nil
+}
+
+// CommitChain builds the commits of reqs in the object store, each on the
+// one before, and pushes them in one receive-pack session that moves
+// the branch from reqs[0]'s expected head to the last commit: a backlog
+// of windows costs one push, not one per commit (forges.ChainCommitter).
+func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) ([]forges.CommitResult, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	op := "commit to " + reqs[0].Branch
+	branch, expected, base, err := parseCommitRequest(reqs[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -31,31 +46,36 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 	if parent.IsZero() {
 		parent = base
 	}
-	baseTree, err := c.parentTree(ctx, branch, parent, !expected.IsZero())
+	tree, err := c.parentTree(ctx, branch, parent, !expected.IsZero())
 	if err != nil {
-		return forges.CommitResult{}, classify(op, err)
+		return nil, classify(op, err)
 	}
-	builder, err := newTreeBuilder(c.objects, baseTree)
-	if err != nil {
-		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
+	var objects []plumbing.Hash
+	results := make([]forges.CommitResult, 0, len(reqs))
+	for _, req := range reqs {
+		builder, err := newTreeBuilder(c.objects, tree)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		if err := builder.apply(req.Changes); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		if tree, err = builder.write(); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		commit, err := c.writeCommit(req, tree, parent)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		objects = append(append(objects, builder.written...), commit)
+		results = append(results, forges.CommitResult{Commit: commit.String(), Blobs: builder.blobs})
+		parent = commit
 	}
-	if err := builder.apply(req.Changes); err != nil {
-		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
+	if err := c.push(ctx, branch, expected, parent, objects); err != nil {
+		return nil, classify(op, err)
 	}
-	rootTree, err := builder.write()
-	if err != nil {
-		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
-	}
-	commit, err := c.writeCommit(req, rootTree, parent)
-	if err != nil {
-		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
-	}
-	objects := append(builder.written, commit)
-	if err := c.push(ctx, branch, expected, commit, objects); err != nil {
-		return forges.CommitResult{}, classify(op, err)
-	}
-	c.keepSnapshot(privateRef(branch), commit)
-	return forges.CommitResult{Commit: commit.String(), Blobs: builder.blobs}, nil
+	c.keepSnapshot(privateRef(branch), parent)
+	return results, nil
 }
 
 func parseCommitRequest(req forges.CommitRequest) (branch plumbing.ReferenceName, expected, base plumbing.Hash, err error) {

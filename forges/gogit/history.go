@@ -14,7 +14,10 @@ import (
 	"github.com/configbutler/gitops-reverser/forges"
 )
 
-var _ forges.HistoryReader = (*Client)(nil)
+var (
+	_ forges.HistoryReader  = (*Client)(nil)
+	_ forges.ChainCommitter = (*Client)(nil)
+)
 
 // historyRef is where a history fetch records head, in its own throwaway
 // store.

@@ -16,6 +16,9 @@ import (
 // backoff; a failure that belongs to one GitTarget (content it cannot plan)
 // parks only that target's windows, so the others keep committing.
 func (w *Worker) push(ctx context.Context) {
+	if w.gathering() {
+		return // the queued events close more windows; they go out together
+	}
 	w.coalesce()
 	now := w.cfg.Clock.Now()
 	if now.Before(w.retryAt) {
@@ -37,6 +40,15 @@ func (w *Worker) push(ctx context.Context) {
 		if wait := w.budget.wait(now); wait > 0 && len(w.pending) > 1 {
 			return
 		}
+		if chained := w.commitChain(ctx, i); len(chained) > 0 {
+			w.pending = append(w.pending[:i], w.pending[i+len(chained):]...)
+			for _, c := range chained {
+				w.wentThrough(c.win, c.committed)
+			}
+			w.budget.spend(w.cfg.Clock.Now())
+			now = w.cfg.Clock.Now()
+			continue
+		}
 		committed, err := w.commitWithReplay(ctx, win)
 		if err != nil {
 			if !w.failed(win, err) {
@@ -45,20 +57,26 @@ func (w *Worker) push(ctx context.Context) {
 			i++
 			continue
 		}
-		delete(w.parked, win.target)
 		w.pending = append(w.pending[:i], w.pending[i+1:]...)
-		w.pushed(win, committed)
+		w.wentThrough(win, committed)
 		if committed {
 			w.budget.spend(w.cfg.Clock.Now())
 		}
-		if w.cfg.OnSettled != nil {
-			w.cfg.OnSettled(win.target)
-		}
-		w.retry = w.cfg.retryBackoff()
 		now = w.cfg.Clock.Now()
 	}
 	w.notifyFlushers(nil, nil)
 	w.notifySettled()
+}
+
+// wentThrough settles a window that left pending: committed, or with
+// nothing to commit.
+func (w *Worker) wentThrough(win *window, committed bool) {
+	delete(w.parked, win.target)
+	w.pushed(win, committed)
+	if w.cfg.OnSettled != nil {
+		w.cfg.OnSettled(win.target)
+	}
+	w.retry = w.cfg.retryBackoff()
 }
 
 // commitWithReplay commits one window, replaying it on a fresh head after
@@ -117,16 +135,32 @@ func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
 	if len(plan.files) == 0 {
 		return false, nil
 	}
-	msg, err := w.message(win, plan)
+	req, err := w.commitRequest(win, plan)
 	if err != nil {
 		return false, err
+	}
+	start, requestsBefore := w.cfg.Clock.Now(), w.requests()
+	res, err := w.cfg.Forge.Commit(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	w.state.committed(res, plan)
+	w.recordCommit(win, plan, res, start, w.requests()-requestsBefore)
+	return true, nil
+}
+
+// commitRequest is the commit of a planned window on the branch's head.
+func (w *Worker) commitRequest(win *window, plan *windowPlan) (forges.CommitRequest, error) {
+	msg, err := w.message(win, plan)
+	if err != nil {
+		return forges.CommitRequest{}, err
 	}
 	now := w.cfg.Clock.Now()
 	author := w.cfg.Committer
 	if win.author.Name != "" {
 		author = win.author
 	}
-	req := forges.CommitRequest{
+	return forges.CommitRequest{
 		Branch:       w.cfg.Key.Branch,
 		ExpectedHead: w.state.head,
 		BaseHead:     w.state.base, // set only while the branch does not exist: the commit creates it there
@@ -135,18 +169,16 @@ func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
 		Committer:    forges.Signature{Name: w.cfg.Committer.Name, Email: w.cfg.Committer.Email, When: now},
 		Changes:      plan.files,
 		Signer:       w.cfg.Signer,
-	}
-	start, requestsBefore := w.cfg.Clock.Now(), w.requests()
-	res, err := w.cfg.Forge.Commit(ctx, req)
-	if err != nil {
-		return false, err
-	}
-	w.state.committed(res, plan)
+	}, nil
+}
+
+// recordCommit tells the window, the observer and the log about a commit
+// that reached the remote.
+func (w *Worker) recordCommit(win *window, plan *windowPlan, res forges.CommitResult, start time.Time, requests int64) {
 	win.commit = res.Commit
-	w.observeCommit(win, plan, res, start, w.requests()-requestsBefore)
+	w.observeCommit(win, plan, res, start, requests)
 	w.cfg.Log.Info("committed", "target", win.target.String(), "commit", res.Commit, "objects", len(plan.changes),
-		"author", author.Name)
-	return true, nil
+		"author", w.authorOf(win.author).Name)
 }
 
 // expectedFiles is the content of the file each pending write of target

@@ -141,6 +141,9 @@ type Worker struct {
 	settleWaiters []settleWaiter
 	// requests are the CommitRequests waiting for a window they may close.
 	commitRequests []*Request
+	// stopping is set once the loop's context ended: what it holds is
+	// pushed now, not gathered (gathering).
+	stopping bool
 	// discard is set by Discard, from another goroutine.
 	discard atomic.Bool
 	// stopped closes when Run has returned: nothing reads in any more.
@@ -436,7 +439,7 @@ func (w *Worker) resetTimer(timer clock.Timer) {
 	if due, ok := w.nextDeadline(); ok && due.Before(wake) {
 		wake = due
 	}
-	if due, ok := w.nextPush(now); ok && due.Before(wake) {
+	if due, ok := w.nextPush(now); ok && due.Before(wake) && !w.gathering() {
 		wake = due
 	}
 	if !timer.Stop() {
@@ -479,6 +482,7 @@ func (w *Worker) nextPush(now time.Time) (time.Time, bool) {
 func (w *Worker) Discard() { w.discard.Store(true) }
 
 func (w *Worker) shutdown() {
+	w.stopping = true
 	if w.discard.Load() {
 		if len(w.pending) > 0 || w.window != nil {
 			w.cfg.Log.Info("replaced: dropping what was not committed; the targets' replays restore it")

@@ -1,0 +1,173 @@
+package branch
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/configbutler/gitops-reverser/forges"
+)
+
+// maxChain bounds how many pending windows one chained push carries: a
+// backlog drains in a few pushes, and a chain refused by the forge is
+// committed again one window at a time, a bounded redo.
+const maxChain = 20
+
+// gathering tells the loop to hold pending windows back while events wait
+// in its queue and the forge chains commits: the queued events close
+// more windows (each change of author closes one), and they all go out as
+// one chain once the queue is empty, or once a chain's worth is pending.
+// Pushing each window as it closes would keep the backlog one window long
+// and pay a push for each. A stopping worker pushes what it holds.
+func (w *Worker) gathering() bool {
+	if w.stopping || len(w.in) == 0 || len(w.pending) >= maxChain {
+		return false
+	}
+	_, ok := w.cfg.Forge.(forges.ChainCommitter)
+	return ok
+}
+
+// chained is one window of a chained push and whether it made a commit (a
+// window whose writes are all in Git already makes none).
+type chained struct {
+	win       *window
+	committed bool
+}
+
+// commitChain commits the pending windows from `from` on as one chain of
+// commits and one move of the branch, when the forge can
+// (forges.ChainCommitter) and at least two windows are ready: interleaved
+// authors leave many small windows pending at once, and one push each
+// drains them no faster than the push budget. Each window is planned on
+// the state the windows before it leave, so authors, order and each
+// commit's content are what committing them one at a time would give.
+//
+// It returns the windows that went through, in order, or none when the
+// chain was not tried or did not land; the caller then commits the first
+// window on its own, which reads the branch again and answers conflicts
+// and failures as it always does.
+func (w *Worker) commitChain(ctx context.Context, from int) []chained {
+	chainer, ok := w.cfg.Forge.(forges.ChainCommitter)
+	if !ok {
+		return nil
+	}
+	run := w.chainable(from)
+	if len(run) < 2 {
+		return nil
+	}
+	for _, win := range run {
+		if !w.state.loaded(win.target) {
+			w.state.expect(w.expectedFiles(win.target))
+		}
+		if err := w.state.ensureLoaded(ctx, win.target); err != nil {
+			return nil // committed alone, the first window reports it
+		}
+	}
+	plans, reqs, ok := w.planChain(run)
+	if !ok || len(reqs) < 2 {
+		w.state.forget()
+		return nil
+	}
+	start, requestsBefore := w.cfg.Clock.Now(), w.requests()
+	results, err := chainer.CommitChain(ctx, reqs)
+	if err != nil {
+		w.cfg.Log.V(1).Info("chained commit did not land; committing the windows one at a time", "windows", len(run), "error", err.Error())
+		w.state.forget()
+		return nil
+	}
+	w.state.chainLanded(plans, results)
+	perCommit := (w.requests() - requestsBefore) / int64(len(results))
+	out := make([]chained, 0, len(run))
+	next := 0
+	for i, win := range run {
+		plan := plans[i]
+		w.reportRefusals(win, plan)
+		win.refused = len(plan.refusals)
+		committed := len(plan.files) > 0
+		if committed {
+			w.recordCommit(win, plan, results[next], start, perCommit)
+			next++
+		}
+		out = append(out, chained{win: win, committed: committed})
+	}
+	return out
+}
+
+// chainable are the pending windows from `from` on that may go out now,
+// up to the first whose target is parked.
+func (w *Worker) chainable(from int) []*window {
+	now := w.cfg.Clock.Now()
+	var run []*window
+	for _, win := range w.pending[from:] {
+		if until, ok := w.parked[win.target]; ok && now.Before(until) {
+			break
+		}
+		run = append(run, win)
+		if len(run) == maxChain {
+			break
+		}
+	}
+	return run
+}
+
+// planChain plans each window of run on the state the ones before it
+// leave, moving the state to a stand-in commit after each: plans[i] is
+// run[i]'s, and reqs holds the commits of the windows that change
+// something. ok is false when a window could not be planned (its target's
+// index went with an earlier window's commit, or the planner failed):
+// committed alone, it reports why.
+func (w *Worker) planChain(run []*window) (plans []*windowPlan, reqs []forges.CommitRequest, ok bool) {
+	for _, win := range run {
+		if !w.state.loaded(win.target) {
+			return nil, nil, false
+		}
+		plan, err := w.state.plan(win)
+		if err != nil {
+			return nil, nil, false
+		}
+		plans = append(plans, plan)
+		if len(plan.files) == 0 {
+			continue
+		}
+		req, err := w.commitRequest(win, plan)
+		if err != nil {
+			return nil, nil, false
+		}
+		reqs = append(reqs, req)
+		w.state.committed(forges.CommitResult{Commit: standIn(len(reqs))}, plan)
+	}
+	return plans, reqs, true
+}
+
+// standIn names the n-th commit of a chain being planned, before the forge
+// has given it an id. It is never a Git object id, so nothing mistakes it
+// for one the forge knows.
+func standIn(n int) string { return fmt.Sprintf("chained-commit-%d", n) }
+
+// chainLanded replaces the stand-ins of a planned chain with the commits
+// the forge made: the head and every index that describes it are at the
+// last, and the blobs of every commit are cached.
+func (s *branchState) chainLanded(plans []*windowPlan, results []forges.CommitResult) {
+	last := standIn(len(results))
+	s.head = results[len(results)-1].Commit
+	for _, ts := range s.targets {
+		if ts.at == last {
+			ts.at = s.head
+		}
+	}
+	next := 0
+	for _, plan := range plans {
+		if len(plan.files) == 0 {
+			continue
+		}
+		for p, id := range results[next].Blobs {
+			if c, ok := plan.contents[p]; ok {
+				s.blobs.put(id, c)
+			}
+		}
+		next++
+	}
+}
+
+// forget drops what the state knows of the branch: the next commit reads
+// the head again and reloads every index that does not describe it.
+func (s *branchState) forget() { s.known = false }
