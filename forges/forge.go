@@ -168,6 +168,11 @@ type ChainCommitter interface {
 	// or none is: when it moved, the error is ErrConflict. results[i] is
 	// reqs[i]'s.
 	CommitChain(ctx context.Context, reqs []CommitRequest) (results []CommitResult, err error)
+	// ChainLimit is the most requests one CommitChain takes. Where a chain
+	// is one push (go-git) it bounds what one push carries; where the forge
+	// is paid per commit (an HTTP API) it is what its request budget takes
+	// at once, since a chain saves only the branch moves, not the commits.
+	ChainLimit() int
 }
 
 // Forge is a repository the operator reads and writes.

@@ -26,6 +26,15 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 	return results[0], nil
 }
 
+// chainLimit bounds one push's commits. Each is a few small objects in
+// memory until the push; 500 of them is a backlog of minutes of
+// interleaved authors (scenario J in docs/benchmarks.md: about 850 windows
+// from 900 writes in two seconds) drained in two pushes.
+const chainLimit = 500
+
+// ChainLimit is the most commits CommitChain takes in one push.
+func (c *Client) ChainLimit() int { return chainLimit }
+
 // CommitChain builds the commits of reqs in the object store, each on the
 // one before, and pushes them in one receive-pack session that moves
 // the branch from reqs[0]'s expected head to the last commit: a backlog

@@ -7,11 +7,6 @@ import (
 	"github.com/configbutler/gitops-reverser/forges"
 )
 
-// maxChain bounds how many pending windows one chained push carries: a
-// backlog drains in a few pushes, and a chain refused by the forge is
-// committed again one window at a time, a bounded redo.
-const maxChain = 20
-
 // gathering tells the loop to hold pending windows back while events wait
 // in its queue and the forge chains commits: the queued events close
 // more windows (each change of author closes one), and they all go out as
@@ -19,11 +14,18 @@ const maxChain = 20
 // Pushing each window as it closes would keep the backlog one window long
 // and pay a push for each. A stopping worker pushes what it holds.
 func (w *Worker) gathering() bool {
-	if w.stopping || len(w.in) == 0 || len(w.pending) >= maxChain {
-		return false
+	limit := w.chainLimit()
+	return !w.stopping && len(w.in) > 0 && limit > 1 && len(w.pending) < limit
+}
+
+// chainLimit is the most windows one chain carries: what the forge takes
+// in one CommitChain (forges.ChainCommitter), 0 when it commits one
+// request at a time.
+func (w *Worker) chainLimit() int {
+	if chainer, ok := w.cfg.Forge.(forges.ChainCommitter); ok {
+		return chainer.ChainLimit()
 	}
-	_, ok := w.cfg.Forge.(forges.ChainCommitter)
-	return ok
+	return 0
 }
 
 // chained is one window of a chained push and whether it made a commit (a
@@ -50,7 +52,7 @@ func (w *Worker) commitChain(ctx context.Context, from int) []chained {
 	if !ok {
 		return nil
 	}
-	run := w.chainable(from)
+	run := w.chainable(from, chainer.ChainLimit())
 	if len(run) < 2 {
 		return nil
 	}
@@ -93,8 +95,8 @@ func (w *Worker) commitChain(ctx context.Context, from int) []chained {
 }
 
 // chainable are the pending windows from `from` on that may go out now,
-// up to the first whose target is parked.
-func (w *Worker) chainable(from int) []*window {
+// up to the first whose target is parked, limit at most.
+func (w *Worker) chainable(from, limit int) []*window {
 	now := w.cfg.Clock.Now()
 	var run []*window
 	for _, win := range w.pending[from:] {
@@ -102,7 +104,7 @@ func (w *Worker) chainable(from int) []*window {
 			break
 		}
 		run = append(run, win)
-		if len(run) == maxChain {
+		if len(run) >= limit {
 			break
 		}
 	}
