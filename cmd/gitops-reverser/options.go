@@ -16,15 +16,15 @@ import (
 
 // flags are the command line, turned into operator.Options by options().
 type flags struct {
-	metricsAddr, probeAddr, leaderElectionNS, operatorNamespace string
-	leaderElect                                                 bool
-	branchBufferMaxSize, additionalSensitive                    string
-	credentialNamespaces                                        string
-	targetResync                                                time.Duration
-	attribution                                                 attributionFlags
-	redis                                                       redisFlags
-	admission                                                   admissionFlags
-	commitRequestRetention                                      time.Duration
+	metricsAddr, probeAddr, pprofAddr, leaderElectionNS, operatorNamespace string
+	leaderElect                                                            bool
+	branchBufferMaxSize, additionalSensitive                               string
+	credentialNamespaces                                                   string
+	targetResync                                                           time.Duration
+	attribution                                                            attributionFlags
+	redis                                                                  redisFlags
+	admission                                                              admissionFlags
+	commitRequestRetention                                                 time.Duration
 }
 
 // redisFlags say where Redis is; an empty address runs without it.
@@ -92,6 +92,8 @@ func defaultFlags() flags {
 func (f *flags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", f.metricsAddr, "Address the metrics endpoint binds to; 0 disables it.")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", f.probeAddr, "Address of /healthz and /readyz; 0 disables them.")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", f.pprofAddr,
+		"Address of Go's /debug/pprof profiles (e.g. 127.0.0.1:8082, reached with kubectl port-forward); empty or 0 disables them.")
 	fs.BoolVar(&f.leaderElect, "leader-elect", f.leaderElect, "Elect a leader, so exactly one replica mirrors.")
 	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", f.leaderElectionNS, "Namespace of the leader Lease (default: --operator-namespace).")
 	fs.StringVar(&f.operatorNamespace, "operator-namespace", f.operatorNamespace, "Namespace of remote kubeconfig Secrets and the leader Lease; $POD_NAMESPACE when that is set.")
@@ -211,7 +213,7 @@ func (f flags) options() (operator.Options, error) {
 		attribution.Observer = f.attribution.observer.options(f.attribution.source, f.operatorNamespace)
 	}
 	return operator.Options{
-		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, LeaderElect: f.leaderElect,
+		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, PprofAddr: f.pprofAddr, LeaderElect: f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS, OperatorNamespace: f.operatorNamespace,
 		CredentialNamespaces: commaList(f.credentialNamespaces),
 		BufferMax:            int(q.Value()), AdditionalSensitive: sensitive, TargetResync: f.targetResync,

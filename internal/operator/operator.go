@@ -38,9 +38,14 @@ import (
 
 // Options are the operator's settings.
 type Options struct {
-	Config                  *rest.Config
-	MetricsAddr             string
-	ProbeAddr               string
+	Config      *rest.Config
+	MetricsAddr string
+	ProbeAddr   string
+	// PprofAddr serves Go's /debug/pprof profiles; "" or "0" serves none,
+	// the default: the endpoint has no authentication, and a CPU profile
+	// or a trace asked of it costs the process while it runs, so it is
+	// for a port-forward while investigating, not a Service.
+	PprofAddr               string
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	// OperatorNamespace holds remote kubeconfig Secrets and the leader Lease.
@@ -183,6 +188,7 @@ func managerOptions(o Options, scheme *runtime.Scheme) ctrl.Options {
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "gitops-reverser.configbutler.ai",
 		LeaderElectionNamespace: orDefault(o.LeaderElectionNamespace, o.OperatorNamespace),

@@ -38,6 +38,8 @@ func TestAnOperatorStartedWhileTheAPIServerIsDownWaitsAndThenMirrors(t *testing.
 	port, err := harness.FreePort()
 	require.NoError(t, err)
 	probes := "http://127.0.0.1:" + strconv.Itoa(port)
+	pprofPort, err := harness.FreePort()
+	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
 	run := &operatorRun{exited: make(chan struct{})}
 	reg := prometheus.NewRegistry()
@@ -45,6 +47,7 @@ func TestAnOperatorStartedWhileTheAPIServerIsDownWaitsAndThenMirrors(t *testing.
 		defer close(run.exited)
 		run.err = Run(runCtx, Options{
 			Config: kube.Config(), MetricsAddr: "0", ProbeAddr: "127.0.0.1:" + strconv.Itoa(port),
+			PprofAddr:         "127.0.0.1:" + strconv.Itoa(pprofPort),
 			OperatorNamespace: "default", Registry: reg, SkipNameValidation: true,
 			APIServerBackoff: wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 5, Cap: 500 * time.Millisecond},
 		})
@@ -66,6 +69,11 @@ func TestAnOperatorStartedWhileTheAPIServerIsDownWaitsAndThenMirrors(t *testing.
 	run.waitFor(t, "readyz OK once the API server answers", func() bool {
 		code, _ := get(probes + "/readyz")
 		return code == http.StatusOK
+	})
+	// --pprof-bind-address serves the profiles once the manager runs.
+	run.waitFor(t, "the pprof index on --pprof-bind-address", func() bool {
+		code, body := get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", pprofPort))
+		return code == http.StatusOK && strings.Contains(body, "heap")
 	})
 	require.NoError(t, kube.Client().Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sentinel"}, Data: map[string]string{"k": "v"}}))
