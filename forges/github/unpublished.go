@@ -11,11 +11,12 @@ import (
 )
 
 // unpublished remembers the last chain of commits (often of one) this
-// client created whose ref update did not go through for a reason that changed nothing on the branch
-// (a rate limit, a transient failure). When the same commit is asked for
-// again on the same head, only the ref update is sent: the tree and commit
-// objects already exist, and creating them again would spend two more
-// content-creating requests of a budget that just ran out.
+// client created whose ref update did not go through for a reason that
+// changed nothing on the branch (a rate limit, a transient failure). When
+// the same chain is asked for again on the same head, only the ref update
+// is sent: the tree and commit objects already exist, and creating them
+// again would spend two more content-creating requests per commit of a
+// budget that just ran out.
 type unpublished struct {
 	mu      sync.Mutex
 	key     [sha256.Size]byte
