@@ -175,6 +175,16 @@ type ChainCommitter interface {
 	ChainLimit() int
 }
 
+// CommitOne commits req as a chain of one, for forges whose Commit is their
+// CommitChain: one piece of code for both.
+func CommitOne(ctx context.Context, c ChainCommitter, req CommitRequest) (CommitResult, error) {
+	results, err := c.CommitChain(ctx, []CommitRequest{req})
+	if err != nil {
+		return CommitResult{}, err
+	}
+	return results[0], nil
+}
+
 // Forge is a repository the operator reads and writes.
 type Forge interface {
 	Reader

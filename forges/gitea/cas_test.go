@@ -105,14 +105,11 @@ func TestBranchMovedBetweenCommitAndUpdate(t *testing.T) {
 	repo := createRepo(t, "interleave", map[string]string{"ours.yaml": "v: 1\n", "theirs.yaml": "v: 1\n"})
 	expected := sdkHead(t, repo, "main")
 	var external string
-	interceptor := &beforeRequest{next: http.DefaultTransport, method: http.MethodPut, run: func() {
+	client := newInterceptedClient(t, repo, http.MethodPut, func() {
 		external = externalCommit(t, repo, "main", map[string]string{"theirs.yaml": "v: external\n"})
-	}}
-	client, err := New(Options{BaseURL: server.URL(), Owner: server.AdminUser(), Repo: repo, Token: server.Token(),
-		HTTPClient: &http.Client{Transport: interceptor}})
-	require.NoError(t, err)
+	})
 
-	_, err = client.Commit(testContext(t), commitRequest(expected, "ours\n", put("ours.yaml", "v: 2\n")))
+	_, err := client.Commit(testContext(t), commitRequest(expected, "ours\n", put("ours.yaml", "v: 2\n")))
 	require.ErrorIs(t, err, forges.ErrConflict)
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
@@ -122,6 +119,16 @@ func TestBranchMovedBetweenCommitAndUpdate(t *testing.T) {
 	ours, _ := fileAt(t, repo, "main", "ours.yaml")
 	require.Equal(t, "v: 1\n", ours)
 	require.Equal(t, []string{"main"}, branches(t, repo))
+}
+
+// newInterceptedClient is newClient that runs run once, before its first
+// request with method.
+func newInterceptedClient(t *testing.T, repo, method string, run func()) *Client {
+	t.Helper()
+	client, err := New(Options{BaseURL: server.URL(), Owner: server.AdminUser(), Repo: repo, Token: server.Token(),
+		HTTPClient: &http.Client{Transport: &beforeRequest{next: http.DefaultTransport, method: method, run: run}}})
+	require.NoError(t, err)
+	return client
 }
 
 // beforeRequest runs run once, before the first request with method.
@@ -304,6 +311,11 @@ type refusingPusher struct{ calls int }
 func (p *refusingPusher) Commit(context.Context, forges.CommitRequest) (forges.CommitResult, error) {
 	p.calls++
 	return forges.CommitResult{}, forges.Errorf(forges.KindForbidden, "push", errors.New("HTTP git is disabled"))
+}
+
+func (p *refusingPusher) CommitChain(context.Context, []forges.CommitRequest) ([]forges.CommitResult, error) {
+	p.calls++
+	return nil, forges.Errorf(forges.KindForbidden, "push", errors.New("HTTP git is disabled"))
 }
 
 func (p *refusingPusher) Head(context.Context, string) (string, error) {

@@ -19,6 +19,7 @@ var (
 	_ forges.Prober           = (*Client)(nil)
 	_ forges.DefaultBrancher  = (*Client)(nil)
 	_ forges.ConcurrentReader = (*Client)(nil)
+	_ forges.ChainCommitter   = (*Client)(nil)
 )
 
 const (
@@ -59,14 +60,15 @@ type Options struct {
 	Pusher Pusher
 }
 
-// Pusher is a repository over the Git protocol. Its Commit keeps
-// forges.Writer's compare-and-swap: receive-pack moves the branch only from
-// the expected head. Head is the branch as receive-pack sees it; Tree
+// Pusher is a repository over the Git protocol. Its Commit and
+// CommitChain keep forges.Writer's compare-and-swap: receive-pack moves the
+// branch only from the expected head, once for a whole chain. Head is the branch as receive-pack sees it; Tree
 // fetches the commit's files, which the push then builds on and Blob reads
 // without a request.
 type Pusher interface {
 	forges.Reader
 	forges.Writer
+	forges.ChainCommitter
 }
 
 // CloneURL is the smart-HTTP URL of the repository opts names, where a

@@ -24,44 +24,90 @@ const (
 
 // Commit makes one commit of req.Changes on req.ExpectedHead and moves the
 // branch to it only if the branch still points there (see the package
-// documentation for the requests this takes). When the branch moved, or a
-// file changed, the error is forges.ErrConflict and the branch is as the
-// other writer left it. A later change to the same path in req.Changes
-// wins over an earlier one; deleting a path that does not exist does
-// nothing.
+// documentation for the requests this takes): a chain of one.
 func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
-	op := "commit to " + req.Branch
-	if err := checkCommitRequest(req); err != nil {
-		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
+	return forges.CommitOne(ctx, c, req)
+}
+
+// link is one commit of a chain: its request, and its changes with only
+// the last change to each path.
+type link struct {
+	req     forges.CommitRequest
+	changes []forges.FileChange
+}
+
+// CommitChain makes a commit of each request on the one before and moves
+// the branch once, to the last, only if it still points at
+// reqs[0].ExpectedHead (forges.ChainCommitter). Through the Pusher that is
+// one push. Through the API the commits are made on a scratch branch,
+// one ChangeFiles each, planned on one read of the expected head's tree,
+// and the branch moves with one compare-and-swap: N+3 requests for N
+// commits. When the branch moved, or a file changed, the error is
+// forges.ErrConflict and the branch is as the other writer left it.
+// Within a request a later change to the same path wins over an earlier
+// one; deleting a path that does not exist does nothing.
+//
+// In an empty repository the first commit lands on its own (see
+// commitFirst) and the rest of the chain on it: if they fail, the branch
+// holds the first commit alone, and the caller re-plans from there.
+func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) ([]forges.CommitResult, error) {
+	if len(reqs) == 0 {
+		return nil, nil
 	}
-	changes, err := finalChanges(req.Changes)
+	first := reqs[0]
+	op := "commit to " + first.Branch
+	chain, err := chainOf(reqs)
 	if err != nil {
-		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if c.pushes() {
-		if res, ok, err := c.push(ctx, req); ok {
+		if results, ok, err := c.push(ctx, reqs); ok {
 			if err == nil {
 				c.sweepStaleScratch(ctx) // left by earlier commits through ChangeFiles
 			}
-			return res, err
+			return results, err
 		}
 	}
-	var commit string
+	var commits []string
 	switch {
-	case req.ExpectedHead != "":
-		commit, err = c.commitOnHead(ctx, op, req, changes)
-	case req.BaseHead != "":
-		commit, err = c.commitNewBranch(ctx, op, req, changes)
+	case first.ExpectedHead != "":
+		commits, err = c.commitOnHead(ctx, op, first.ExpectedHead, chain)
+	case first.BaseHead != "":
+		commits, err = c.commitNewBranch(ctx, op, chain)
 	default:
-		commit, err = c.commitFirst(ctx, op, req, changes)
+		commits, err = c.commitFirst(ctx, op, chain)
 	}
 	if err != nil {
-		return forges.CommitResult{}, err
+		return nil, err
 	}
-	if req.ExpectedHead != "" || req.BaseHead != "" { // an empty repository has no branch to sweep
+	if first.ExpectedHead != "" || first.BaseHead != "" { // an empty repository has no branch to sweep
 		c.sweepStaleScratch(ctx)
 	}
-	return forges.CommitResult{Commit: commit, Blobs: writtenBlobs(changes, commit)}, nil
+	results := make([]forges.CommitResult, len(chain))
+	for i, l := range chain {
+		results[i] = forges.CommitResult{Commit: commits[i], Blobs: writtenBlobs(l.changes, commits[i])}
+	}
+	return results, nil
+}
+
+// chainOf checks the requests and keeps the final change to each path of
+// each. The heads of the requests after the first are not read.
+func chainOf(reqs []forges.CommitRequest) ([]link, error) {
+	chain := make([]link, len(reqs))
+	for i, req := range reqs {
+		if i > 0 {
+			req.ExpectedHead, req.BaseHead = "", ""
+		}
+		if err := checkCommitRequest(req); err != nil {
+			return nil, err
+		}
+		changes, err := finalChanges(req.Changes)
+		if err != nil {
+			return nil, err
+		}
+		chain[i] = link{req: reqs[i], changes: changes}
+	}
+	return chain, nil
 }
 
 func checkCommitRequest(req forges.CommitRequest) error {
@@ -86,86 +132,146 @@ func checkCommitRequest(req forges.CommitRequest) error {
 	return nil
 }
 
-// commitOnHead is the strict compare-and-swap: commit on a scratch branch
-// whose base is the target, check that the commit's parent is the expected
-// head, then move the target from the expected head to the commit.
-func (c *Client) commitOnHead(ctx context.Context, op string, req forges.CommitRequest, changes []forges.FileChange) (commit string, err error) {
-	base, err := c.baseFiles(ctx, req.ExpectedHead, changes)
+// commitOnHead is the strict compare-and-swap: commit the chain on a
+// scratch branch whose base is the target, the first commit on the
+// expected head, then move the target from the expected head to the last
+// commit.
+func (c *Client) commitOnHead(ctx context.Context, op, expected string, chain []link) (commits []string, err error) {
+	branch := chain[0].req.Branch
+	files, err := c.baseFiles(ctx, expected, chain)
 	if err != nil {
-		return "", c.conflictIfMoved(ctx, op, req.Branch, req.ExpectedHead, err)
+		return nil, c.conflictIfMoved(ctx, op, branch, expected, err)
 	}
 	scratch, err := c.scratchBranchName()
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", op, err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	defer func() { err = c.dropScratchBranch(ctx, op, scratch, err) }()
 
-	created, err := c.changeFiles(ctx, req, req.Branch, scratch, planOperations(changes, base))
+	// The first commit goes onto the new scratch branch from the target,
+	// which Gitea bases on the target's head when the request arrives:
+	// its parent tells whether that is still the expected head.
+	commits, err = c.writeChain(ctx, op, chain, files, expected, func(i int) (string, string) {
+		if i == 0 {
+			return branch, scratch
+		}
+		return scratch, ""
+	})
 	if err != nil {
-		return "", c.conflictIfMoved(ctx, op, req.Branch, req.ExpectedHead, err)
+		return nil, c.conflictIfMoved(ctx, op, branch, expected, err)
 	}
-	if !hasParent(created, req.ExpectedHead) {
-		return "", forges.Errorf(forges.KindConflict, op, fmt.Errorf("%s moved: gitea based the commit on %s, not on the expected %s",
-			req.Branch, parentsOf(created), req.ExpectedHead))
-	}
-	move := updateBranchRequest{NewCommitID: created.Commit.SHA, OldCommitID: req.ExpectedHead}
-	err = c.call(ctx, http.MethodPut, c.repoPath("/branches/"+escapeRef(req.Branch)), nil, move, nil)
+	move := updateBranchRequest{NewCommitID: commits[len(commits)-1], OldCommitID: expected}
+	err = c.call(ctx, http.MethodPut, c.repoPath("/branches/"+escapeRef(branch)), nil, move, nil)
 	if statusOf(err) == http.StatusNotFound {
-		return "", asConflict(op, err, req.Branch+" was deleted")
+		return nil, asConflict(op, err, branch+" was deleted")
 	}
 	if err != nil {
-		return "", classify(op, err)
+		return nil, classify(op, err)
 	}
-	return created.Commit.SHA, nil
+	return commits, nil
 }
 
-// commitNewBranch creates req.Branch with one commit on req.BaseHead. The
-// commit is made on a scratch branch created at BaseHead and pushed to the
-// target as a new branch, which Gitea refuses with 422 "branch already
-// exists" when the target appeared meanwhile.
-func (c *Client) commitNewBranch(ctx context.Context, op string, req forges.CommitRequest, changes []forges.FileChange) (commit string, err error) {
-	base, err := c.baseFiles(ctx, req.BaseHead, changes)
+// commitNewBranch creates the target branch with the chain on its
+// BaseHead. The commits are made on a scratch branch created at BaseHead,
+// the last pushed to the target as a new branch, which Gitea refuses with
+// 422 "branch already exists" when the target appeared meanwhile.
+func (c *Client) commitNewBranch(ctx context.Context, op string, chain []link) (commits []string, err error) {
+	first := chain[0].req
+	files, err := c.baseFiles(ctx, first.BaseHead, chain)
 	if err != nil {
-		return "", classify(op, err)
+		return nil, classify(op, err)
 	}
 	scratch, err := c.scratchBranchName()
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", op, err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	defer func() { err = c.dropScratchBranch(ctx, op, scratch, err) }()
 
-	start := createBranchRequest{NewBranchName: scratch, OldRefName: req.BaseHead}
+	start := createBranchRequest{NewBranchName: scratch, OldRefName: first.BaseHead}
 	if err := c.call(ctx, http.MethodPost, c.repoPath("/branches"), nil, start, nil); err != nil {
-		return "", classify(op+": create scratch branch", err)
+		return nil, classify(op+": create scratch branch", err)
 	}
-	// The scratch branch is ours and starts at BaseHead, so the commit's
-	// parent is BaseHead; once ChangeFiles answers, the target exists.
-	created, err := c.changeFiles(ctx, req, scratch, req.Branch, planOperations(changes, base))
+	// Once the last ChangeFiles answers, the target exists.
+	commits, err = c.writeChain(ctx, op, chain, files, first.BaseHead, func(i int) (string, string) {
+		if i == len(chain)-1 {
+			return scratch, first.Branch
+		}
+		return scratch, ""
+	})
 	if err != nil {
-		return "", classify(op, err)
+		return nil, classify(op, err)
 	}
-	return created.Commit.SHA, nil
+	return commits, nil
 }
 
-// commitFirst makes a root commit on a branch that must not exist. Gitea
-// makes one only in an empty repository: ChangeFiles accepts a base branch
-// that does not exist only while the repository is empty. The base is a
-// fresh name, never the target itself: with branch = target, a target
-// created meanwhile would become the base and the commit would land on top
-// of it instead of failing.
-func (c *Client) commitFirst(ctx context.Context, op string, req forges.CommitRequest, changes []forges.FileChange) (string, error) {
+// writeChain makes the chain's commits with one ChangeFiles each: link i
+// on top of branch from, onto branch onto (a branch that must not exist
+// yet, or "" for from itself), as route(i) says. files are the files the
+// changes can touch as of parent, which the first commit must be on: each
+// commit is planned on them, and they are brought forward to it, from the
+// contents it wrote, for the next. Each commit's parent is checked to be
+// the one before: Gitea bases a commit on the head of from when the
+// request arrives.
+func (c *Client) writeChain(ctx context.Context, op string, chain []link, files map[string]forges.TreeEntry, parent string,
+	route func(i int) (from, onto string)) ([]string, error) {
+	if files == nil {
+		files = map[string]forges.TreeEntry{}
+	}
+	commits := make([]string, 0, len(chain))
+	for i, l := range chain {
+		from, onto := route(i)
+		created, err := c.changeFiles(ctx, l.req, from, onto, planOperations(l.changes, files))
+		if err != nil {
+			return nil, err
+		}
+		if !hasParent(created, parent) {
+			return nil, forges.Errorf(forges.KindConflict, op, fmt.Errorf("%s moved: gitea based the commit on %s, not on the expected %s",
+				from, parentsOf(created), parent))
+		}
+		parent = created.Commit.SHA
+		commits = append(commits, parent)
+		for path, blob := range writtenBlobs(l.changes, parent) {
+			files[path] = forges.TreeEntry{Path: path, BlobID: blob, Mode: forges.ModeRegular}
+		}
+		for _, change := range l.changes {
+			if change.Delete {
+				delete(files, change.Path)
+			}
+		}
+	}
+	return commits, nil
+}
+
+// commitFirst makes a root commit on a branch that must not exist, and
+// the rest of the chain on it. Gitea makes one only in an empty
+// repository: ChangeFiles accepts a base branch that does not exist only
+// while the repository is empty. The base is a fresh name, never the
+// target itself: with branch = target, a target created meanwhile would
+// become the base and the commit would land on top of it instead of
+// failing. The first commit cannot go to a scratch branch: the first
+// branch of an empty repository may become its default.
+func (c *Client) commitFirst(ctx context.Context, op string, chain []link) ([]string, error) {
+	req := chain[0].req
 	missingBase, err := c.scratchBranchName()
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", op, err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	created, err := c.changeFiles(ctx, req, missingBase, req.Branch, planOperations(changes, nil))
+	created, err := c.changeFiles(ctx, req, missingBase, req.Branch, planOperations(chain[0].changes, nil))
 	if statusOf(err) == http.StatusNotFound {
-		return "", c.explainNoRootCommit(ctx, op, req.Branch, err)
+		return nil, c.explainNoRootCommit(ctx, op, req.Branch, err)
 	}
 	if err != nil {
-		return "", classify(op, err)
+		return nil, classify(op, err)
 	}
-	return created.Commit.SHA, nil
+	commits := []string{created.Commit.SHA}
+	if len(chain) == 1 {
+		return commits, nil
+	}
+	rest, err := c.commitOnHead(ctx, op, created.Commit.SHA, chain[1:])
+	if err != nil {
+		return nil, err
+	}
+	return append(commits, rest...), nil
 }
 
 // explainNoRootCommit says why ChangeFiles refused a first commit with
@@ -213,9 +319,14 @@ func (c *Client) changeFiles(ctx context.Context, req forges.CommitRequest, base
 	return &created, nil
 }
 
-// baseFiles reads the files of commit that changes can touch, by path;
-// no changes need no read (the commit is then empty, as Gitea allows).
-func (c *Client) baseFiles(ctx context.Context, commit string, changes []forges.FileChange) (map[string]forges.TreeEntry, error) {
+// baseFiles reads the files of commit that the chain's changes can touch,
+// by path; no changes need no read (the commits are then empty, as Gitea
+// allows).
+func (c *Client) baseFiles(ctx context.Context, commit string, chain []link) (map[string]forges.TreeEntry, error) {
+	var changes []forges.FileChange
+	for _, l := range chain {
+		changes = append(changes, l.changes...)
+	}
 	if len(changes) == 0 {
 		return nil, nil
 	}

@@ -52,6 +52,13 @@
 //     --force-with-lease;
 //  4. delete the scratch branch, whatever happened.
 //
+// A chain of commits (CommitChain) reads the tree once, for the paths all
+// of its commits touch, commits the first as in 2, each later one with
+// ChangeFiles on the scratch branch itself (its files' shas are the blob
+// ids the commit before wrote, computed, not read), and moves the target
+// once, as in 3, to the last: N+3 requests for N commits. With a Pusher a
+// chain is one push.
+//
 // That is four requests per commit when the tree fits one page, against two
 // for the unguarded write; Gitea's own push hooks dominate the latency
 // either way. Side effect: webhooks and Actions that listen to every branch
@@ -63,11 +70,12 @@
 // used: it discards concurrent updates.
 //
 // A new branch (no expected head) is made from a scratch branch created at
-// BaseHead, with new_branch = the target, which Gitea refuses with 422
-// "branch already exists" if the target appeared meanwhile. The first
-// commit of an empty repository is ChangeFiles with a base branch that does
-// not exist, which Gitea allows only while the repository is empty; Gitea
-// cannot make an orphan branch in a repository that has commits.
+// BaseHead, with new_branch = the target on the (last) commit, which Gitea
+// refuses with 422 "branch already exists" if the target appeared
+// meanwhile. The first commit of an empty repository is ChangeFiles with a
+// base branch that does not exist, which Gitea allows only while the
+// repository is empty; Gitea cannot make an orphan branch in a repository
+// that has commits. The rest of a chain follows on that first commit.
 //
 // Blob ids of the written files are computed locally (the Git blob hash of
 // the content) rather than read back: that costs no request. It assumes

@@ -26,22 +26,23 @@ func (c *Client) pushes() bool {
 	return c.pusher != nil && c.now().UnixNano() >= c.pushRefusedUntil.Load()
 }
 
-// push makes the commit with the Pusher. Its errors already speak the
-// forges vocabulary (a moved head is forges.ErrConflict) and name the
-// branch; this adds the path taken. ok is false when the server refused
-// the push itself (see refused): the caller commits through ChangeFiles.
-func (c *Client) push(ctx context.Context, req forges.CommitRequest) (res forges.CommitResult, ok bool, err error) {
-	res, err = c.pusher.Commit(ctx, req)
+// push makes the chain of commits with the Pusher, in one push. Its errors
+// already speak the forges vocabulary (a moved head is
+// forges.ErrConflict) and name the branch; this adds the path taken. ok
+// is false when the server refused the push itself (see refused): the
+// caller commits through ChangeFiles.
+func (c *Client) push(ctx context.Context, reqs []forges.CommitRequest) (results []forges.CommitResult, ok bool, err error) {
+	results, err = c.pusher.CommitChain(ctx, reqs)
 	switch {
-	case err == nil && req.ExpectedHead == "" && req.BaseHead == "":
+	case err == nil && reqs[0].ExpectedHead == "" && reqs[0].BaseHead == "":
 		c.awaitNotEmpty(ctx)
-		return res, true, nil
+		return results, true, nil
 	case err == nil:
-		return res, true, nil
+		return results, true, nil
 	case c.refused(err):
-		return forges.CommitResult{}, false, nil
+		return nil, false, nil
 	}
-	return forges.CommitResult{}, true, fmt.Errorf("through git push: %w", err)
+	return nil, true, fmt.Errorf("through git push: %w", err)
 }
 
 const (

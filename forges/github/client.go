@@ -10,9 +10,11 @@
 //  3. PATCH git/refs/heads/B with force false: GitHub refuses an update that
 //     is not a fast forward with 422, which is the compare-and-swap.
 //
-// A new branch ends with POST git/refs instead. Binary files and files over
+// A new branch ends with POST git/refs instead. A chain of commits
+// (CommitChain) repeats 1 and 2 for each, each on the one before, and ends
+// with one ref update for them all. Binary files and files over
 // 1 MiB cost one POST git/blobs each. An empty repository takes its first
-// commit through the contents API (see bootstrap).
+// commit through the contents API (see bootstrapChain).
 //
 // Authentication is a token or a GitHub App installation (installation
 // tokens through ghinstallation, refreshed before they expire and once more
@@ -107,6 +109,7 @@ var (
 	_ forges.Prober          = (*Client)(nil)
 	_ forges.Budgeter        = (*Client)(nil)
 	_ forges.DefaultBrancher = (*Client)(nil)
+	_ forges.ChainCommitter  = (*Client)(nil)
 )
 
 // New builds a client. It does not contact GitHub; Probe does.

@@ -1,7 +1,9 @@
 package github
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -26,39 +28,63 @@ const inlineContentMaxBytes = 1 << 20
 
 // Commit applies req.Changes in one commit on req.ExpectedHead and moves
 // the branch only as a fast forward, so a branch that moved since is
-// ErrConflict and keeps what the other writer committed.
+// ErrConflict and keeps what the other writer committed: a chain of one.
 //
 // Requests per commit: 3 on a head whose tree the client knows (its own
 // last commit, or one it read with Tree), 4 otherwise; plus one per binary
 // or large file. A new branch costs the same (POST git/refs instead of the
-// PATCH). An empty repository: see bootstrap.
+// PATCH). An empty repository: see bootstrapChain.
 //
 // The ref update is a fast-forward check, not an exact compare-and-swap:
 // if the branch was force-moved back to an ancestor of ExpectedHead, the
 // update still succeeds. Nothing on the branch is lost either way.
 func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
-	op := "commit to " + req.Branch
-	if err := validateRequest(req); err != nil {
-		return forges.CommitResult{}, fmt.Errorf("%s: %w", op, err)
-	}
-	if req.Signer != nil && c.verified {
-		return forges.CommitResult{}, fmt.Errorf("%s: %w: in verified mode GitHub signs the commit as the App",
-			op, forges.ErrSigningUnsupported)
-	}
-	if req.ExpectedHead != "" {
-		return c.commitOnHead(ctx, op, req)
-	}
-	if err := c.pace(op, c.contentRequests(req)); err != nil {
-		return forges.CommitResult{}, err
-	}
-	switch {
-	case req.BaseHead != "":
-		return c.commitNewBranch(ctx, op, req, req.BaseHead)
-	}
-	return c.commitOrphan(ctx, op, req)
+	return forges.CommitOne(ctx, c, req)
 }
 
-func validateRequest(req forges.CommitRequest) error {
+// CommitChain creates the tree and commit of each request on the one
+// before and moves the branch once, to the last commit
+// (forges.ChainCommitter): a chain of N costs 2N+1 requests (2N+2 when the
+// head's tree is not known), plus one per binary or large file, where N
+// commits would cost 3N. The trees and commits are objects no ref points
+// at until the ref update, so a refused update leaves none of them on the
+// branch.
+func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) ([]forges.CommitResult, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	first := reqs[0]
+	op := "commit to " + first.Branch
+	for _, req := range reqs {
+		if err := c.checkRequest(req); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	key := chainKey(reqs, c.verified)
+	if results, ok := c.unpublished.take(key); ok {
+		if err := c.pace(op, 1); err != nil {
+			c.unpublished.remember(key, results)
+			return nil, err
+		}
+		return c.moveBranch(ctx, op, key, first, results)
+	}
+	if err := c.pace(op, c.contentRequests(reqs)); err != nil {
+		return nil, err
+	}
+	parent := cmp.Or(first.ExpectedHead, first.BaseHead)
+	results, err := c.writeChain(ctx, op, reqs, parent)
+	switch {
+	case parent == "" && errors.Is(err, forges.ErrEmptyRepository):
+		return c.bootstrapChain(ctx, op, reqs)
+	case err != nil:
+		return nil, err
+	}
+	return c.moveBranch(ctx, op, key, first, results)
+}
+
+// checkRequest refuses, before anything is sent, a request the client
+// cannot commit as asked.
+func (c *Client) checkRequest(req forges.CommitRequest) error {
 	if req.Branch == "" {
 		return errors.New("branch is empty")
 	}
@@ -66,6 +92,9 @@ func validateRequest(req forges.CommitRequest) error {
 		if err := forges.ValidatePath(change.Path); err != nil {
 			return fmt.Errorf("change %q: %w", change.Path, err)
 		}
+	}
+	if req.Signer != nil && c.verified {
+		return fmt.Errorf("%w: in verified mode GitHub signs the commit as the App", forges.ErrSigningUnsupported)
 	}
 	return nil
 }
@@ -76,31 +105,26 @@ func validateRequest(req forges.CommitRequest) error {
 // verified mode, where GitHub signs.
 func (c *Client) CarriesSignatures() bool { return !c.verified }
 
-// commitOnHead commits on the branch's expected head and fast-forwards it.
-// A commit whose ref update was held back earlier is not created again.
-func (c *Client) commitOnHead(ctx context.Context, op string, req forges.CommitRequest) (forges.CommitResult, error) {
-	key := commitKey(req, c.verified)
-	result, ok := c.unpublished.take(key)
-	if !ok {
-		if err := c.pace(op, c.contentRequests(req)); err != nil {
-			return forges.CommitResult{}, err
-		}
-		baseTree, err := c.treeOf(ctx, req.ExpectedHead)
-		if err != nil {
-			return forges.CommitResult{}, c.classify(op, err)
-		}
-		if result, err = c.writeCommit(ctx, op, req, baseTree, []string{req.ExpectedHead}); err != nil {
-			return forges.CommitResult{}, err
-		}
-	} else if err := c.pace(op, 1); err != nil {
-		c.unpublished.remember(key, result)
-		return forges.CommitResult{}, err
+// moveBranch points first.Branch at the chain's last commit: a fast
+// forward from first.ExpectedHead, or a new branch when there is none. A
+// commit whose ref update was held back for a reason that changed nothing
+// on the branch (a rate limit, a transient failure) is remembered, so the
+// retry sends the ref update alone.
+func (c *Client) moveBranch(ctx context.Context, op string, key [sha256.Size]byte, first forges.CommitRequest, results []forges.CommitResult) ([]forges.CommitResult, error) {
+	last := results[len(results)-1].Commit
+	var err error
+	if first.ExpectedHead != "" {
+		err = c.fastForward(ctx, op, first.Branch, last)
+	} else {
+		err = c.createBranch(ctx, op, first.Branch, last)
 	}
-	err := c.fastForward(ctx, op, req.Branch, result.Commit)
 	if errors.Is(err, forges.ErrRateLimited) || errors.Is(err, forges.ErrTransient) {
-		c.unpublished.remember(key, result)
+		c.unpublished.remember(key, results)
 	}
-	return result, err
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
 }
 
 // pace refuses, sending nothing, a commit whose n content-creating requests
@@ -114,13 +138,17 @@ func (c *Client) pace(op string, n int) error {
 		Err: fmt.Errorf("%d content-creating requests would pass GitHub's secondary limit; nothing sent", n)}
 }
 
-// contentRequests is how many content-creating requests a commit sends: a
-// blob per file that does not go inline, the tree, the commit and the ref.
-func (c *Client) contentRequests(req forges.CommitRequest) int {
-	n := 3
-	for _, change := range req.Changes {
-		if !change.Delete && !c.inline(change.Content) {
-			n++
+// contentRequests is how many content-creating requests a chain sends: for
+// each commit a blob per file that does not go inline, the tree and the
+// commit; and one ref update for them all.
+func (c *Client) contentRequests(reqs []forges.CommitRequest) int {
+	n := 1
+	for _, req := range reqs {
+		n += 2
+		for _, change := range req.Changes {
+			if !change.Delete && !c.inline(change.Content) {
+				n++
+			}
 		}
 	}
 	return n
@@ -137,46 +165,46 @@ func (c *Client) fastForward(ctx context.Context, op, branch, commit string) err
 	return c.classify(op, err, http.StatusUnprocessableEntity)
 }
 
-// commitNewBranch commits on base and creates the branch ("Create a
-// reference", https://docs.github.com/rest/git/refs#create-a-reference);
-// 422 "Reference already exists" means another writer created it first.
-func (c *Client) commitNewBranch(ctx context.Context, op string, req forges.CommitRequest, base string) (forges.CommitResult, error) {
-	baseTree, err := c.treeOf(ctx, base)
-	if err != nil {
-		return forges.CommitResult{}, c.classify(op, err)
-	}
-	result, err := c.writeCommit(ctx, op, req, baseTree, []string{base})
-	if err != nil {
-		return forges.CommitResult{}, err
-	}
-	return result, c.createBranch(ctx, op, req.Branch, result.Commit)
-}
-
+// createBranch is "Create a reference"
+// (https://docs.github.com/rest/git/refs#create-a-reference); 422
+// "Reference already exists" means another writer created it first.
 func (c *Client) createBranch(ctx context.Context, op, branch, commit string) error {
 	_, _, err := c.api.Git.CreateRef(ctx, c.owner, c.repo, github.CreateRef{Ref: "refs/heads/" + branch, SHA: commit})
 	return c.classify(op, err, http.StatusUnprocessableEntity)
 }
 
-// commitOrphan starts a history without parents: a new orphan branch, or
+// writeChain creates the tree and commit of each request, the first on
+// parent and each later one on the commit before it; no ref moves. An
+// empty parent starts a history without parents: a new orphan branch, or
 // the first commit of an empty repository, which the Git Database API
-// refuses with 409 (bootstrap).
-func (c *Client) commitOrphan(ctx context.Context, op string, req forges.CommitRequest) (forges.CommitResult, error) {
-	result, err := c.writeCommit(ctx, op, req, "", nil)
-	if errors.Is(err, forges.ErrEmptyRepository) {
-		return c.bootstrap(ctx, op, req)
+// refuses with 409 (see bootstrapChain).
+func (c *Client) writeChain(ctx context.Context, op string, reqs []forges.CommitRequest, parent string) ([]forges.CommitResult, error) {
+	baseTree := ""
+	if parent != "" {
+		var err error
+		if baseTree, err = c.treeOf(ctx, parent); err != nil {
+			return nil, c.classify(op, err)
+		}
 	}
-	if err != nil {
-		return forges.CommitResult{}, err
+	results := make([]forges.CommitResult, 0, len(reqs))
+	for _, req := range reqs {
+		result, tree, err := c.writeCommit(ctx, op, req, baseTree, parent)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, result)
+		parent, baseTree = result.Commit, tree
 	}
-	return result, c.createBranch(ctx, op, req.Branch, result.Commit)
+	return results, nil
 }
 
-// writeCommit creates the tree (on baseTree, "" for none) and the commit,
-// and remembers the commit's tree for the next commit on it.
-func (c *Client) writeCommit(ctx context.Context, op string, req forges.CommitRequest, baseTree string, parents []string) (forges.CommitResult, error) {
+// writeCommit creates the tree (on baseTree, "" for none) and the commit
+// (on parent, "" for none), and remembers the commit's tree for the next
+// commit on it.
+func (c *Client) writeCommit(ctx context.Context, op string, req forges.CommitRequest, baseTree, parent string) (forges.CommitResult, string, error) {
 	entries, blobs, err := c.treeEntries(ctx, req.Changes)
 	if err != nil {
-		return forges.CommitResult{}, c.classify(op, err)
+		return forges.CommitResult{}, "", c.classify(op, err)
 	}
 	tree := baseTree
 	if len(entries) > 0 || baseTree == "" {
@@ -186,20 +214,20 @@ func (c *Client) writeCommit(ctx context.Context, op string, req forges.CommitRe
 			// error if you try to delete a file that does not exist",
 			// https://docs.github.com/rest/git/trees#create-a-tree): a
 			// file changed since the caller read it.
-			return forges.CommitResult{}, c.classify(op, err, conflictStatusesOfTree(req.Changes)...)
+			return forges.CommitResult{}, "", c.classify(op, err, conflictStatusesOfTree(req.Changes)...)
 		}
 		tree = created.GetSHA()
 	}
 	commit, opts := c.commitObject(req, tree)
-	for _, parent := range parents {
-		commit.Parents = append(commit.Parents, &github.Commit{SHA: new(parent)})
+	if parent != "" {
+		commit.Parents = []*github.Commit{{SHA: new(parent)}}
 	}
 	created, _, err := c.api.Git.CreateCommit(ctx, c.owner, c.repo, commit, opts)
 	if err != nil {
-		return forges.CommitResult{}, c.classify(op, err)
+		return forges.CommitResult{}, "", c.classify(op, err)
 	}
 	c.commitTrees.put(created.GetSHA(), tree)
-	return forges.CommitResult{Commit: created.GetSHA(), Blobs: blobs}, nil
+	return forges.CommitResult{Commit: created.GetSHA(), Blobs: blobs}, tree, nil
 }
 
 func conflictStatusesOfTree(changes []forges.FileChange) []int {

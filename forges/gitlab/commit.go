@@ -26,6 +26,26 @@ import (
 // A refusal is forges.ErrConflict and changes nothing. A commit that
 // landed on a head another writer moved meanwhile is forges.ErrConflict
 // wrapping *MovedHeadError: see the package documentation.
+//
+// The client commits one request at a time and does not implement
+// forges.ChainCommitter, because GitLab's API has no guarded move of a
+// branch to a commit made elsewhere. The commits API moves the branch it
+// commits into, once per commit; start_branch and start_sha only start a
+// branch that does not exist yet, and force replaces the branch
+// unconditionally
+// (https://docs.gitlab.com/api/commits/#create-a-commit-with-multiple-files-and-actions).
+// So a chain could be built on a scratch branch, but nothing moves the
+// target to it only if the target is still at the expected head: the
+// branches API creates and deletes branches and cannot update one
+// (https://docs.gitlab.com/api/branches/), and merging a merge request
+// from the scratch branch guards only the source: its sha "must match the
+// HEAD of the source branch"
+// (https://docs.gitlab.com/api/merge_requests/#merge-a-merge-request).
+// Whether such a merge fast-forwards or adds a merge commit on top of
+// another writer's change depends on the project's merge method, which is
+// the project's setting, not this client's. A backlog on GitLab is
+// therefore committed as one commit per request; the git forge
+// (forge.type: git) on the repository's URL pushes a chain at once.
 func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
 	op := "commit to " + req.Branch
 	switch {

@@ -19,11 +19,7 @@ import (
 // not exist when ExpectedHead is empty. When it moved, the error is
 // forges.ErrConflict and the remote is unchanged.
 func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
-	results, err := c.CommitChain(ctx, []forges.CommitRequest{req})
-	if err != nil {
-		return forges.CommitResult{}, err
-	}
-	return results[0], nil
+	return forges.CommitOne(ctx, c, req)
 }
 
 // chainLimit bounds one push's commits. Each is a few small objects in

@@ -1,0 +1,135 @@
+package gitea
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/forges"
+)
+
+// chainOn is n requests on main from head: the i-th changes shared.yaml,
+// puts a file of its own and deletes the one the request before put, so
+// each later commit updates and deletes what the chain itself wrote.
+func chainOn(head string, n int) []forges.CommitRequest {
+	reqs := make([]forges.CommitRequest, n)
+	for i := range reqs {
+		changes := []forges.FileChange{
+			put("dir/shared.yaml", fmt.Sprintf("step: %d\n", i)),
+			put(fmt.Sprintf("dir/only-%d.yaml", i), "x: 1\n"),
+		}
+		if i > 0 {
+			changes = append(changes, del(fmt.Sprintf("dir/only-%d.yaml", i-1)))
+		}
+		reqs[i] = commitRequest(head, fmt.Sprintf("step %d\n", i), changes...)
+		reqs[i].Author.Name = fmt.Sprintf("Author %d", i)
+	}
+	return reqs
+}
+
+// TestAChainReadsTheTreeOnceAndMovesTheBranchOnce counts the requests of
+// a chain of three on a head: one tree read, a ChangeFiles per commit, one
+// branch move and the scratch branch's deletion; none reads the tree again
+// for the commits after the first.
+func TestAChainReadsTheTreeOnceAndMovesTheBranchOnce(t *testing.T) {
+	t.Parallel()
+	repo := createRepo(t, "chain-requests", map[string]string{"dir/shared.yaml": "step: seed\n"})
+	client, counter := newCountingClient(t, repo)
+	ctx := testContext(t)
+	head := sdkHead(t, repo, "main")
+
+	results, err := client.CommitChain(ctx, chainOn(head, 3))
+	require.NoError(t, err)
+	repoAPI := "/api/v1/repos/" + server.AdminUser() + "/" + repo
+	requireRequests(t, counter.take(), "a chain of 3 on a head is 6 requests, where 3 commits are 12",
+		"GET "+repoAPI+"/git/trees/"+head,
+		"POST "+repoAPI+"/contents",
+		"POST "+repoAPI+"/contents",
+		"POST "+repoAPI+"/contents",
+		"PUT "+repoAPI+"/branches/main",
+		"DELETE "+repoAPI+"/branches/"+scratchBranchPrefix)
+	require.Len(t, results, 3)
+	require.Equal(t, results[2].Commit, sdkHead(t, repo, "main"))
+	parent := head
+	for i, result := range results {
+		commit := describeCommit(t, repo, result.Commit)
+		require.Equal(t, []string{parent}, commit.Parents, "commit %d is on the one before", i)
+		require.Equal(t, fmt.Sprintf("Author %d", i), commit.AuthorName)
+		parent = result.Commit
+	}
+	content, ok := fileAt(t, repo, "main", "dir/shared.yaml")
+	require.True(t, ok)
+	require.Equal(t, "step: 2\n", content)
+	_, ok = fileAt(t, repo, "main", "dir/only-1.yaml")
+	require.False(t, ok, "the last commit deleted what the one before put")
+	require.Equal(t, []string{"main"}, branches(t, repo), "no scratch branch is left")
+
+	entries, err := client.Tree(ctx, results[2].Commit, "")
+	require.NoError(t, err)
+	stored := map[string]string{}
+	for _, entry := range entries {
+		stored[entry.Path] = entry.BlobID
+	}
+	require.Equal(t, stored, results[2].Blobs, "the computed blob ids are the ones Gitea stored")
+}
+
+// TestAChainOnAMovedBranchLeavesNoCommitAndNoScratchBranch: the target
+// moved after the chain's commits were made on the scratch branch; the
+// branch move refuses them all.
+func TestAChainOnAMovedBranchLeavesNoCommitAndNoScratchBranch(t *testing.T) {
+	t.Parallel()
+	repo := createRepo(t, "chain-moved", map[string]string{"dir/shared.yaml": "step: seed\n", "theirs.yaml": "v: 1\n"})
+	head := sdkHead(t, repo, "main")
+	var external string
+	client := newInterceptedClient(t, repo, http.MethodPut, func() {
+		external = externalCommit(t, repo, "main", map[string]string{"theirs.yaml": "v: external\n"})
+	})
+	_, err := client.CommitChain(testContext(t), chainOn(head, 3))
+	require.ErrorIs(t, err, forges.ErrConflict)
+	require.Equal(t, external, sdkHead(t, repo, "main"), "no commit of the chain is on the branch")
+	require.Equal(t, []string{"main"}, branches(t, repo), "the scratch branch is dropped")
+}
+
+// TestAChainOnANewBranchCreatesItWithTheLastCommit: tree, scratch branch,
+// a ChangeFiles per commit (the last creating the target) and the scratch
+// branch's deletion.
+func TestAChainOnANewBranchCreatesItWithTheLastCommit(t *testing.T) {
+	t.Parallel()
+	repo := createRepo(t, "chain-new-branch", map[string]string{"dir/shared.yaml": "step: seed\n"})
+	client, counter := newCountingClient(t, repo)
+	reqs := chainOn("", 3)
+	for i := range reqs {
+		reqs[i].Branch = "feature"
+	}
+	reqs[0].BaseHead = sdkHead(t, repo, "main")
+	results, err := client.CommitChain(testContext(t), reqs)
+	require.NoError(t, err)
+	require.Len(t, counter.take(), 6, "a chain of 3 on a new branch is 6 requests")
+	require.Equal(t, results[2].Commit, sdkHead(t, repo, "feature"))
+	require.Equal(t, []string{results[1].Commit}, describeCommit(t, repo, results[2].Commit).Parents)
+	require.Equal(t, []string{"feature", "main"}, branches(t, repo))
+}
+
+// TestAChainInAnEmptyRepositoryGoesOnItsFirstCommit: the first commit
+// creates the branch on its own, the rest of the chain follows on it with
+// one branch move.
+func TestAChainInAnEmptyRepositoryGoesOnItsFirstCommit(t *testing.T) {
+	t.Parallel()
+	repo := createRepo(t, "chain-empty", nil)
+	client, counter := newCountingClient(t, repo)
+	results, err := client.CommitChain(testContext(t), chainOn("", 3))
+	require.NoError(t, err)
+	repoAPI := "/api/v1/repos/" + server.AdminUser() + "/" + repo
+	requireRequests(t, counter.take(), "the first commit, then a chain of 2 on it",
+		"POST "+repoAPI+"/contents",
+		"GET "+repoAPI+"/git/trees/"+results[0].Commit,
+		"POST "+repoAPI+"/contents",
+		"POST "+repoAPI+"/contents",
+		"PUT "+repoAPI+"/branches/main",
+		"DELETE "+repoAPI+"/branches/"+scratchBranchPrefix)
+	require.Equal(t, results[2].Commit, sdkHead(t, repo, "main"))
+	require.Empty(t, describeCommit(t, repo, results[0].Commit).Parents)
+	require.Equal(t, []string{"main"}, branches(t, repo))
+}
