@@ -318,6 +318,8 @@ func (p *refusingPusher) CommitChain(context.Context, []forges.CommitRequest) ([
 	return nil, forges.Errorf(forges.KindForbidden, "push", errors.New("HTTP git is disabled"))
 }
 
+func (p *refusingPusher) ChainLimit() int { return 500 }
+
 func (p *refusingPusher) Head(context.Context, string) (string, error) {
 	p.calls++
 	return "", forges.Errorf(forges.KindForbidden, "ls-remote", errors.New("HTTP git is disabled"))

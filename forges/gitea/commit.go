@@ -36,6 +36,22 @@ type link struct {
 	changes []forges.FileChange
 }
 
+// apiChainLimit bounds a chain made through ChangeFiles: each commit is
+// a request of about half a second (docs/benchmarks.md), with the branch
+// unmoved until the last, so a long chain is a long window for another
+// writer to move the branch and send the whole chain back. Fifty is about
+// half a minute. Through a push the Pusher's limit holds.
+const apiChainLimit = 50
+
+// ChainLimit is the most commits CommitChain takes at once: the Pusher's
+// while pushes go through, apiChainLimit otherwise.
+func (c *Client) ChainLimit() int {
+	if c.pushes() {
+		return c.pusher.ChainLimit()
+	}
+	return apiChainLimit
+}
+
 // CommitChain makes a commit of each request on the one before and moves
 // the branch once, to the last, only if it still points at
 // reqs[0].ExpectedHead (forges.ChainCommitter). Through the Pusher that is

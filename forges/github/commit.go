@@ -42,6 +42,16 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 	return forges.CommitOne(ctx, c, req)
 }
 
+// chainLimit bounds a chain to what one minute of GitHub's secondary limit
+// takes: 80 content-creating requests a minute
+// (https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits),
+// and a chain of 25 makes 51. A longer one would only wait in the pacer
+// with the branch unmoved, where two chains land more of it sooner.
+const chainLimit = 25
+
+// ChainLimit is the most commits CommitChain takes at once.
+func (c *Client) ChainLimit() int { return chainLimit }
+
 // CommitChain creates the tree and commit of each request on the one
 // before and moves the branch once, to the last commit
 // (forges.ChainCommitter): a chain of N costs 2N+1 requests (2N+2 when the
