@@ -57,7 +57,8 @@ type GitProviderReconciler struct {
 	// SecretNamespaceNotGranted. nil is every namespace.
 	CredentialNamespaces []string
 	// ForgeTransport, when set, wraps the API forges' HTTP transport, so the
-	// probe's requests are counted with every other forge request.
+	// probe's requests are counted with every other forge request. It is
+	// asked once for each forge client opened, whatever the forge.
 	ForgeTransport func(forge string, count *atomic.Int64) http.RoundTripper
 	// Pacers, when set, are the GitTargets' (GitTargetReconciler.Pacers):
 	// the probe's client then shares GitHub's secondary-limit pacing with

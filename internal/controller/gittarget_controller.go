@@ -27,6 +27,11 @@ type GitTargetReconciler struct {
 	// SecretReader reads credentials and kubeconfig Secrets uncached (the
 	// manager's APIReader), so Secret values never sit in the cache.
 	SecretReader ctrl.Reader
+	// Metadata reads object metadata from the manager's cache (the
+	// resourceVersions of the Secrets and ConfigMaps the provider
+	// controllers watch), so an unchanged reconcile reads no Secret; nil
+	// reads every Secret on every reconcile.
+	Metadata ctrl.Reader
 	// CredentialNamespaces, when set, are the namespaces whose Secrets the
 	// operator may read; a target elsewhere is Stalled with
 	// SecretNamespaceNotGranted. nil is every namespace.
@@ -38,7 +43,8 @@ type GitTargetReconciler struct {
 	// OperatorNamespace holds remote kubeconfig Secrets.
 	OperatorNamespace string
 	// ForgeTransport, when set, wraps the API forges' HTTP transport (request
-	// metrics); it also counts the requests into count.
+	// metrics); it also counts the requests into count. It is asked once
+	// for each forge client opened, whatever the forge.
 	ForgeTransport func(forge string, count *atomic.Int64) http.RoundTripper
 	// Pacers, when set, share GitHub's secondary-limit pacing between the
 	// workers (one per branch) of one App installation or token.

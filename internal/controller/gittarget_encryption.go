@@ -64,7 +64,15 @@ func (r *GitTargetReconciler) encryption(ctx context.Context, run *targetRun) er
 		}
 		return nil
 	}
-	enc, source, err := r.encryptor(ctx, run.target)
+	if version, ok := r.cachedEncryptionVersion(ctx, run.target); ok {
+		if enc, running := r.Engine.RunningEncryption(keyOf(run.target)); enc != nil && running == version {
+			run.spec.Encryption, run.spec.EncryptionVersion = enc, version
+			run.conds.setBool(v1alpha3.ConditionEncryptionConfigured, true, v1alpha3.ReasonSucceeded,
+				encryptionSummary(enc, keySource(run.target.Spec.Encryption.Age, false)))
+			return nil
+		}
+	}
+	enc, source, version, err := r.encryptor(ctx, run.target)
 	var problem *keyProblem
 	if errors.As(err, &problem) {
 		msg := problem.message
@@ -77,63 +85,70 @@ func (r *GitTargetReconciler) encryption(ctx context.Context, run *targetRun) er
 	if err != nil {
 		return err
 	}
-	run.spec.Encryption = enc
+	run.spec.Encryption, run.spec.EncryptionVersion = enc, version
 	run.conds.setBool(v1alpha3.ConditionEncryptionConfigured, true, v1alpha3.ReasonSucceeded, encryptionSummary(enc, source))
 	return nil
 }
 
 // encryptor builds the target's encryptor from spec.encryption.age: the
 // listed recipients plus the identities in the Secret, generating one into
-// it when asked. source describes where identities came from.
-func (r *GitTargetReconciler) encryptor(ctx context.Context, t *v1alpha3.GitTarget) (*encryption.Encryptor, string, error) {
+// it when asked. source describes where identities came from, version
+// what the encryptor was built from (encryptionVersion).
+func (r *GitTargetReconciler) encryptor(ctx context.Context, t *v1alpha3.GitTarget) (enc *encryption.Encryptor, source, version string, err error) {
 	age := t.Spec.Encryption.Age
 	keys := encryption.Keys{Recipients: age.Recipients}
-	source := ""
+	secretVersion := ""
+	generated := false
 	if age.SecretRef != nil {
-		ids, generated, err := r.ageIdentities(ctx, t, age.SecretRef.Name, age.GenerateWhenMissing)
-		if err != nil {
-			return nil, "", err
-		}
-		keys.Identities = ids
-		source = fmt.Sprintf("Secret %s", age.SecretRef.Name)
-		if generated {
-			source = fmt.Sprintf("generated into Secret %s", age.SecretRef.Name)
+		if keys.Identities, generated, secretVersion, err = r.ageIdentities(ctx, t, age.SecretRef.Name, age.GenerateWhenMissing); err != nil {
+			return nil, "", "", err
 		}
 	}
-	enc, err := encryption.New(keys)
-	if err != nil {
-		return nil, "", &keyProblem{v1alpha3.ReasonEncryptionKeyInvalid, fmt.Sprintf("spec.encryption.age: %v", err)}
+	if enc, err = encryption.New(keys); err != nil {
+		return nil, "", "", &keyProblem{v1alpha3.ReasonEncryptionKeyInvalid, fmt.Sprintf("spec.encryption.age: %v", err)}
 	}
-	return enc, source, nil
+	return enc, keySource(age, generated), encryptionVersion(age, secretVersion), nil
 }
 
-// ageIdentities reads the *.agekey entries of the key Secret, uncached.
-// With generate, a missing Secret is created, and one without identities
-// gets one, so the operator can read its files back after a restart.
-func (r *GitTargetReconciler) ageIdentities(ctx context.Context, t *v1alpha3.GitTarget, name string, generate bool) ([]string, bool, error) {
+// keySource says where the identities of age come from, for the condition.
+func keySource(age v1alpha3.AgeEncryption, generated bool) string {
+	switch {
+	case age.SecretRef == nil:
+		return ""
+	case generated:
+		return fmt.Sprintf("generated into Secret %s", age.SecretRef.Name)
+	}
+	return fmt.Sprintf("Secret %s", age.SecretRef.Name)
+}
+
+// ageIdentities reads the *.agekey entries of the key Secret, uncached,
+// and the version of the Secret they came from. With generate, a missing
+// Secret is created, and one without identities gets one, so the operator
+// can read its files back after a restart.
+func (r *GitTargetReconciler) ageIdentities(ctx context.Context, t *v1alpha3.GitTarget, name string, generate bool) (ids []string, generated bool, version string, err error) {
 	var secret corev1.Secret
-	err := r.SecretReader.Get(ctx, ctrl.ObjectKey{Namespace: t.Namespace, Name: name}, &secret)
+	err = r.SecretReader.Get(ctx, ctrl.ObjectKey{Namespace: t.Namespace, Name: name}, &secret)
 	found := err == nil
 	switch {
 	case apierrors.IsNotFound(err) && !generate:
-		return nil, false, &keyProblem{v1alpha3.ReasonEncryptionKeyMissing, fmt.Sprintf(
+		return nil, false, "", &keyProblem{v1alpha3.ReasonEncryptionKeyMissing, fmt.Sprintf(
 			"age key Secret %s/%s does not exist: create it with an %s entry holding an age identity, or set spec.encryption.age.generateWhenMissing", t.Namespace, name, "*"+ageKeySuffix)}
 	case err != nil && !apierrors.IsNotFound(err):
-		return nil, false, fmt.Errorf("reading age key Secret %s/%s: %w", t.Namespace, name, err)
+		return nil, false, "", fmt.Errorf("reading age key Secret %s/%s: %w", t.Namespace, name, err)
 	}
-	ids, err := ageKeyEntries(&secret)
+	ids, err = ageKeyEntries(&secret)
 	if err != nil || len(ids) > 0 {
-		return ids, false, err
+		return ids, false, secret.ResourceVersion, err
 	}
 	if !generate {
-		return nil, false, &keyProblem{v1alpha3.ReasonEncryptionKeyMissing, fmt.Sprintf(
+		return nil, false, "", &keyProblem{v1alpha3.ReasonEncryptionKeyMissing, fmt.Sprintf(
 			"age key Secret %s/%s holds no %s entry: add one holding an age identity, or set spec.encryption.age.generateWhenMissing", t.Namespace, name, "*"+ageKeySuffix)}
 	}
-	id, err := r.generateAgeKey(ctx, t, &secret, name, found)
+	id, version, err := r.generateAgeKey(ctx, t, &secret, name, found)
 	if err != nil {
-		return nil, false, err
+		return nil, false, "", err
 	}
-	return []string{id}, true, nil
+	return []string{id}, true, version, nil
 }
 
 // ageKeyEntries returns the Secret's *.agekey values, in key order; an
@@ -157,12 +172,12 @@ func ageKeyEntries(s *corev1.Secret) ([]string, error) {
 }
 
 // generateAgeKey stores a new age identity in the Secret, creating it when
-// it does not exist. A concurrent writer makes the create or update fail
+// it does not exist, and returns it with the version of the Secret that
+// holds it. A concurrent writer makes the create or update fail
 // (resourceVersion), and the next reconcile reads what won.
-func (r *GitTargetReconciler) generateAgeKey(ctx context.Context, t *v1alpha3.GitTarget, secret *corev1.Secret, name string, exists bool) (string, error) {
-	id, _, err := encryption.GenerateIdentity(time.Now())
-	if err != nil {
-		return "", err
+func (r *GitTargetReconciler) generateAgeKey(ctx context.Context, t *v1alpha3.GitTarget, secret *corev1.Secret, name string, exists bool) (id, version string, err error) {
+	if id, _, err = encryption.GenerateIdentity(time.Now()); err != nil {
+		return "", "", err
 	}
 	if !exists {
 		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: name}}
@@ -181,13 +196,13 @@ func (r *GitTargetReconciler) generateAgeKey(ctx context.Context, t *v1alpha3.Gi
 		err = r.Client.Create(ctx, secret)
 	}
 	if apierrors.IsForbidden(err) {
-		return "", &keyProblem{v1alpha3.ReasonEncryptionKeyMissing, fmt.Sprintf(
+		return "", "", &keyProblem{v1alpha3.ReasonEncryptionKeyMissing, fmt.Sprintf(
 			"generating an age key into Secret %s/%s was refused (%v): grant the operator create and update on secrets (with the chart: rbac.generateEncryptionKeys=true), or create the Secret yourself", t.Namespace, name, err)}
 	}
 	if err != nil {
-		return "", fmt.Errorf("storing a generated age key in Secret %s/%s: %w", t.Namespace, name, err)
+		return "", "", fmt.Errorf("storing a generated age key in Secret %s/%s: %w", t.Namespace, name, err)
 	}
-	return id, nil
+	return id, secret.ResourceVersion, nil
 }
 
 // sensitiveClaims names the claimed sensitive types, for messages.

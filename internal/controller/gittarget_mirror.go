@@ -36,6 +36,15 @@ const (
 // (GitPathAccepted=False/GitProviderNotReady).
 func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun) error {
 	gp := run.provider
+	run.spec.Key = keyOf(run.target)
+	run.spec.UID = run.target.UID
+	run.spec.Path = run.target.Spec.Path
+	run.spec.Placement = placementOf(run.target.Spec.Placement)
+	run.spec.Worker = branch.Key{ProviderNamespace: gp.Namespace, Provider: gp.Name, Branch: run.target.Spec.Branch}
+	if fingerprint, ok := r.cachedSettingsFingerprint(ctx, gp); ok && r.Engine.WorkerBuiltFrom(run.spec.Worker, fingerprint) {
+		run.spec.Settings = engine.WorkerSettings{Fingerprint: fingerprint}
+		return nil
+	}
 	creds, err := credentials.Read(ctx, r.SecretReader, gp.Namespace, gp.Spec)
 	if err != nil {
 		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
@@ -72,15 +81,9 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 	if gp.Spec.Push.CommitWindow != nil {
 		window = gp.Spec.Push.CommitWindow.Duration
 	}
-	run.spec.Key = keyOf(run.target)
-	run.spec.UID = run.target.UID
-	run.spec.Path = run.target.Spec.Path
-	run.spec.Placement = placementOf(run.target.Spec.Placement)
-	run.spec.Worker = branch.Key{ProviderNamespace: gp.Namespace, Provider: gp.Name, Branch: run.target.Spec.Branch}
 	run.spec.Settings = engine.WorkerSettings{
-		Fingerprint: fmt.Sprintf("generation=%d,secret=%s,knownhosts=%s,signing=%s",
-			gp.Generation, creds.ResourceVersion, creds.KnownHostsResourceVersion, signingVersion),
-		Config: branch.Config{
+		Fingerprint: settingsFingerprint(gp.Generation, creds.ResourceVersion, creds.KnownHostsResourceVersion, signingVersion),
+		Config: &branch.Config{
 			Forge:        forge,
 			Committer:    branch.Author{Name: gp.Spec.Commit.Committer.Name, Email: gp.Spec.Commit.Committer.Email},
 			Messages:     messages,
@@ -159,6 +162,13 @@ func (r *GitTargetReconciler) mirror(_ context.Context, run *targetRun) error {
 	if err := r.Engine.ApplyTarget(run.spec); err != nil {
 		if errors.Is(err, engine.ErrNotStarted) {
 			return err
+		}
+		if errors.Is(err, engine.ErrWorkerReplaced) {
+			// Between looking the worker up and applying, it was replaced:
+			// build the settings this time, at once, with no condition
+			// changed (nothing is wrong).
+			run.requeue = time.Millisecond
+			return errStop
 		}
 		run.conds.wait(v1alpha3.ConditionStreamsRunning, v1alpha3.ReasonSourceUnreachable, err.Error())
 		run.requeue = retryShort

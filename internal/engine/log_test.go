@@ -89,7 +89,7 @@ func TestALoggedCommitFailureNamesTheWorkerOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	key := branch.Key{ProviderNamespace: "team", Provider: "git", Branch: "main"}
-	w, _ := e.ensureWorker(ctx, key, WorkerSettings{Config: branch.Config{Forge: refusingForge{client},
+	w, _, _ := e.ensureWorker(ctx, key, WorkerSettings{Config: &branch.Config{Forge: refusingForge{client},
 		CommitWindow: time.Hour, RetryBackoff: time.Hour}})
 	defer e.stopAll()
 	target := branch.TargetKey{Namespace: "team", Name: "mirror"}

@@ -34,6 +34,10 @@ type TargetSpec struct {
 	// Encryption encrypts the target's sensitive objects; nil when it
 	// cannot, and they are refused, never written in plaintext.
 	Encryption *encryption.Encryptor
+	// EncryptionVersion names what Encryption was built from (the keys'
+	// spec and the version of their Secret), so a reconcile that finds the
+	// running one built from the same reuses it without reading the Secret.
+	EncryptionVersion string
 	// OperatorSecrets are the Secrets of the source that hold the operator's
 	// own credentials and keys; they are never mirrored.
 	OperatorSecrets []types.NamespacedName
@@ -92,7 +96,10 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	if src == nil {
 		return fmt.Errorf("source %s is not connected", spec.Source)
 	}
-	worker, replaced := e.ensureWorker(runCtx, spec.Worker, spec.Settings)
+	worker, replaced, err := e.ensureWorker(runCtx, spec.Worker, spec.Settings)
+	if err != nil {
+		return fmt.Errorf("GitTarget %s: %w", spec.Key, err)
+	}
 	e.keepEncryptor(&spec)
 	if err := worker.SetTarget(runCtx, branch.Target{Key: spec.Key, Path: spec.Path, Encryptor: encryptorOf(spec.Encryption),
 		Placement: spec.Placement}); err != nil {
@@ -207,6 +214,19 @@ func (suspendedSink) Write(context.Context, branch.TargetKey, branch.Author, bra
 }
 
 func (suspendedSink) Sync(context.Context, branch.TargetKey, *branch.Sweep, bool) error { return nil }
+
+// RunningEncryption is the encryptor the running target of key writes
+// with and what it was built from (TargetSpec.EncryptionVersion); nil when
+// the target does not run or writes no sensitive object.
+func (e *Engine) RunningEncryption(key branch.TargetKey) (*encryption.Encryptor, string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	entry := e.targets[key]
+	if entry == nil || entry.spec.Encryption == nil {
+		return nil, ""
+	}
+	return entry.spec.Encryption, entry.spec.EncryptionVersion
+}
 
 // keepEncryptor reuses the running encryptor when the keys did not change
 // (the controller builds a new one every reconcile): its cache of encrypted

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
@@ -12,8 +13,27 @@ import (
 // of the GitProvider generation and credentials it came from: a different
 // fingerprint replaces the worker.
 type WorkerSettings struct {
-	Config      branch.Config
+	// Config is nil when the caller found the worker built from
+	// Fingerprint running (WorkerBuiltFrom) and built nothing: reading the
+	// credentials again and opening a forge client on every reconcile
+	// would be thrown away.
+	Config      *branch.Config
 	Fingerprint string
+}
+
+// ErrWorkerReplaced is ApplyTarget's answer to settings without a Config
+// when the worker built from their fingerprint no longer runs (another
+// target's settings replaced it, or it was released since the caller
+// asked): the caller builds the settings and applies again.
+var ErrWorkerReplaced = errors.New("the branch worker changed since it was looked up")
+
+// WorkerBuiltFrom reports whether the worker of key runs, built from
+// settings with this fingerprint.
+func (e *Engine) WorkerBuiltFrom(key branch.Key, fingerprint string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	existing := e.workers[key]
+	return existing != nil && existing.fingerprint == fingerprint
 }
 
 type workerEntry struct {
@@ -30,12 +50,16 @@ func (w *workerEntry) stop() {
 
 // ensureWorker returns the running worker for key, starting or replacing it
 // when the settings changed. Callers hold no lock.
-func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSettings) (*branch.Worker, bool) {
+func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSettings) (*branch.Worker, bool, error) {
 	e.mu.Lock()
 	existing := e.workers[key]
 	if existing != nil && existing.fingerprint == s.Fingerprint {
 		e.mu.Unlock()
-		return existing.worker, false
+		return existing.worker, false, nil
+	}
+	if s.Config == nil {
+		e.mu.Unlock()
+		return nil, false, ErrWorkerReplaced
 	}
 	delete(e.workers, key)
 	e.mu.Unlock()
@@ -47,7 +71,7 @@ func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSe
 		existing.worker.Discard()
 		existing.stop()
 	}
-	cfg := s.Config
+	cfg := *s.Config
 	cfg.Key = key
 	cfg.Log = e.opts.Log // the worker adds its own "worker" key
 	cfg.BufferMax = e.opts.BufferMax
@@ -68,7 +92,7 @@ func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSe
 	e.mu.Lock()
 	e.workers[key] = entry
 	e.mu.Unlock()
-	return w, true
+	return w, true, nil
 }
 
 // releaseWorker stops a worker no target uses any more.

@@ -14,6 +14,7 @@ import (
 type ForgeMetrics struct {
 	requests *prometheus.CounterVec
 	budget   *prometheus.GaugeVec
+	opened   *prometheus.CounterVec
 }
 
 // NewForgeMetrics builds the forge families.
@@ -25,12 +26,15 @@ func NewForgeMetrics() *ForgeMetrics {
 		budget: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "forge_rate_budget_remaining",
 			Help: "Requests left in the forge's current rate-limit window, as its last response reported."},
 			[]string{"forge", "provider_namespace", "provider"}),
+		opened: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "forge_clients_opened_total",
+			Help: "Forge clients built from a GitProvider's settings, by forge: a GitProvider check, or a branch worker whose settings changed."},
+			[]string{"forge"}),
 	}
 }
 
 // Register adds the families to reg.
 func (m *ForgeMetrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.budget} {
+	for _, c := range []prometheus.Collector{m.requests, m.budget, m.opened} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -42,6 +46,9 @@ func (m *ForgeMetrics) Register(reg prometheus.Registerer) error {
 func (m *ForgeMetrics) SetBudget(forge, namespace, provider string, remaining int) {
 	m.budget.WithLabelValues(forge, namespace, provider).Set(float64(remaining))
 }
+
+// Opened counts a forge client built.
+func (m *ForgeMetrics) Opened(forge string) { m.opened.WithLabelValues(forge).Inc() }
 
 // Transport wraps next so every request is counted, and counts them into
 // *count as well (for requests per commit).

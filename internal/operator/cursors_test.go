@@ -158,7 +158,14 @@ func (e *cursorEnv) waitForCursorAt(t *testing.T, run *runningOperator, rv strin
 // whose labels include every pair of match.
 func (r *runningOperator) counter(t *testing.T, name string, match map[string]string) float64 {
 	t.Helper()
-	families, err := r.reg.Gather()
+	return counterIn(t, r.reg, name, match)
+}
+
+// counterIn reads a counter of g, summed over the series whose labels
+// include every pair of match.
+func counterIn(t *testing.T, g prometheus.Gatherer, name string, match map[string]string) float64 {
+	t.Helper()
+	families, err := g.Gather()
 	require.NoError(t, err)
 	total := 0.0
 	for _, f := range families {

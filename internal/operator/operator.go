@@ -279,7 +279,11 @@ func ifNotEnded(ctx context.Context, err error) error {
 
 func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options, submitters admission.SubmitterLookup) error {
 	c, secrets := mgr.GetClient(), mgr.GetAPIReader()
-	forgeTransport := func(forge string, count *atomic.Int64) http.RoundTripper { return fm.Transport(forge, nil, count) }
+	// The reconcilers ask for a transport once per forge client they open.
+	forgeTransport := func(forge string, count *atomic.Int64) http.RoundTripper {
+		fm.Opened(forge)
+		return fm.Transport(forge, nil, count)
+	}
 	// One set of pacers: the GitProviders' probes count what the GitTargets'
 	// workers send against GitHub's secondary limits, and report it.
 	pacers := &forgeconn.Pacers{}
@@ -290,7 +294,7 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 	}{
 		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport,
 			Pacers: pacers, BudgetRefreshDelay: o.ProviderBudgetRefresh, CredentialNamespaces: credentialNamespaces(o), Events: recorder}},
-		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, CredentialNamespaces: credentialNamespaces(o),
+		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Metadata: mgr.GetCache(), CredentialNamespaces: credentialNamespaces(o),
 			Engine: eng, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
 			ForgeTransport: forgeTransport, Pacers: pacers, Events: recorder}},
