@@ -361,7 +361,8 @@ func (c *Core) failed(now time.Time, win *window, err error) bool {
 
 // wake is when the core next needs a TickEvent: the earliest of the open
 // window's silence deadline, a CommitRequest's deadline, the push budget,
-// a retry; an hour from now when nothing waits.
+// a retry; an hour from now when nothing waits. A commit under way wakes
+// nothing: its result resumes the push.
 func (c *Core) wake(now time.Time) time.Time {
 	wake := now.Add(time.Hour)
 	if c.window != nil {
@@ -370,7 +371,7 @@ func (c *Core) wake(now time.Time) time.Time {
 	if due, ok := c.nextDeadline(); ok && due.Before(wake) {
 		wake = due
 	}
-	if due, ok := c.nextPush(now); ok && due.Before(wake) && !c.gathering() {
+	if due, ok := c.nextPush(now); ok && due.Before(wake) && !c.gathering() && !c.inFlight {
 		wake = due
 	}
 	return wake
