@@ -29,9 +29,13 @@ type CoreConfig struct {
 }
 
 // retryBackoff is the schedule of retries after a failed commit: from
-// RetryBackoff, doubling to MaxRetryBackoff, jittered.
+// RetryBackoff, doubling to MaxRetryBackoff. It draws no jitter of its
+// own: the executor draws it and hands it in (FailedEvent.Jitter), so the
+// core decides the same way every time it is told the same events.
 func (c CoreConfig) retryBackoff() wait.Backoff {
-	return retry.Exponential(c.RetryBackoff, c.MaxRetryBackoff)
+	b := retry.Exponential(c.RetryBackoff, c.MaxRetryBackoff)
+	b.Jitter = 0
+	return b
 }
 
 // Core is the decisions of one branch worker: windows, authors, pending
@@ -131,7 +135,7 @@ func (c *Core) Step(now time.Time, ev Event) []Action {
 		c.committed(now, e)
 	case FailedEvent:
 		c.inFlight = false
-		if win := c.pendingWindow(e.Seq); win == nil || c.failed(now, win, e.Err) {
+		if win := c.pendingWindow(e.Seq); win == nil || c.failed(now, win, e) {
 			c.push(now, true)
 		}
 	}
@@ -327,11 +331,15 @@ func (c *Core) wentThrough(win *window, committed bool) {
 }
 
 // failed keeps the window for a later retry, waiting as long as the forge
-// asked or with jittered exponential backoff. It reports whether the
-// failure is the target's own (the push may go on with other targets)
-// rather than the forge's.
-func (c *Core) failed(now time.Time, win *window, err error) bool {
+// asked or with jittered exponential backoff: up to retry.Jitter of the
+// delay again, as the event's Jitter draws it, so workers that failed
+// together do not retry together. It reports whether the failure is the
+// target's own (the push may go on with other targets) rather than the
+// forge's.
+func (c *Core) failed(now time.Time, win *window, e FailedEvent) bool {
+	err := e.Err
 	delay := c.retry.Step()
+	delay += time.Duration(e.Jitter * retry.Jitter * float64(delay))
 	if ra := forges.RetryAfter(err); ra > delay {
 		delay = ra
 	}

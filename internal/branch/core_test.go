@@ -32,7 +32,8 @@ type coreStep struct {
 }
 
 // testCore has a 5 s commit window, a burst of three pushes, one a second
-// beyond it, and a retry backoff from 1 s with no jitter.
+// beyond it, and a retry backoff from 1 s (no jitter unless a FailedEvent
+// draws some).
 func testCore(tune func(*CoreConfig)) *Core {
 	conf := CoreConfig{Committer: ops, BufferMax: 1 << 20, PushBurst: 3, PushInterval: time.Second,
 		RetryBackoff: time.Second, MaxRetryBackoff: time.Minute}
@@ -40,7 +41,6 @@ func testCore(tune func(*CoreConfig)) *Core {
 		tune(&conf)
 	}
 	c := NewCore(conf)
-	c.retry.Jitter = 0
 	c.Silence = 5 * time.Second
 	return c
 }
@@ -146,7 +146,9 @@ func TestCoreAFailedCommitIsRetriedAfterTheBackoff(t *testing.T) {
 		{time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m1s"}},
 		{time.Second, 0, FailedEvent{Seq: 0, Err: forges.ErrConflict}, []string{"failed mirror retry in 2s", "schedule +3s"}},
 		{3 * time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m3s"}},
-		{3 * time.Second, 0, committed(0), []string{"went through mirror", "schedule +1h0m3s"}},
+		{3 * time.Second, 0, FailedEvent{Seq: 0, Err: forges.ErrConflict, Jitter: 0.5}, []string{"failed mirror retry in 5s", "schedule +8s"}},
+		{8 * time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m8s"}},
+		{8 * time.Second, 0, committed(0), []string{"went through mirror", "schedule +1h0m8s"}},
 	})
 }
 

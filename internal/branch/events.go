@@ -79,10 +79,12 @@ type WindowResult struct {
 }
 
 // FailedEvent: the first window of the last Commit (Seq) could not be
-// committed.
+// committed. Jitter, in [0, 1), is drawn at random by the executor: the
+// share of the retry's jitter this failure adds (Core.failed).
 type FailedEvent struct {
-	Seq uint64
-	Err error
+	Seq    uint64
+	Err    error
+	Jitter float64
 }
 
 func (WriteEvent) isEvent()     {}

@@ -3,6 +3,7 @@ package branch
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/forges"
@@ -25,7 +26,7 @@ func (w *Worker) commit(ctx context.Context, a Commit) Event {
 		// head, content a human has since cleaned up) is judged on fresh
 		// state.
 		w.state.known = false
-		return FailedEvent{Seq: win.seq, Err: err}
+		return FailedEvent{Seq: win.seq, Err: err, Jitter: rand.Float64()}
 	}
 	return CommittedEvent{Windows: []WindowResult{res}}
 }
