@@ -61,8 +61,8 @@ func (w *Worker) handle(ctx context.Context, msg any) {
 // more.
 func (w *Worker) step(ctx context.Context, ev Event) {
 	for queue := []Event{ev}; len(queue) > 0; queue = queue[1:] {
-		w.Silence, w.Queued = w.commitWindow(), len(w.in)
-		for _, a := range w.Step(w.cfg.Clock.Now(), queue[0]) {
+		w.core.Silence, w.core.Queued = w.commitWindow(), len(w.in)
+		for _, a := range w.core.Step(w.cfg.Clock.Now(), queue[0]) {
 			switch a := a.(type) {
 			case Commit:
 				queue = append(queue, w.commit(ctx, a))
@@ -149,7 +149,7 @@ func (w *Worker) Discard() { w.discard.Store(true) }
 // request and flush still waiting.
 func (w *Worker) shutdown() {
 	discard := w.discard.Load()
-	if discard && w.holds() {
+	if discard && w.core.holds() {
 		w.cfg.Log.Info("replaced: dropping what was not committed; the targets' replays restore it")
 	}
 	// The run context has ended: the last try has its own deadline.
@@ -157,7 +157,7 @@ func (w *Worker) shutdown() {
 	defer cancel()
 	w.step(ctx, StopEvent{Discard: discard})
 	w.step(ctx, StoppedEvent{})
-	if len(w.pending) > 0 {
-		w.cfg.Log.Info("stopping with writes not committed; the next replay restores them", "windows", len(w.pending))
+	if n := len(w.core.pending); n > 0 {
+		w.cfg.Log.Info("stopping with writes not committed; the next replay restores them", "windows", n)
 	}
 }

@@ -131,7 +131,7 @@ func (w *Worker) commitRequest(win *window, plan *windowPlan) (forges.CommitRequ
 func (w *Worker) recordCommit(win *window, plan *windowPlan, res forges.CommitResult, start time.Time, requests int64) {
 	w.observeCommit(win, plan, res, start, requests)
 	w.cfg.Log.Info("committed", "target", win.target.String(), "commit", res.Commit, "objects", len(plan.changes),
-		"author", w.authorOf(win.author).Name)
+		"author", w.core.authorOf(win.author).Name)
 }
 
 // expectedFiles is the content of the file each pending write of target
@@ -139,9 +139,9 @@ func (w *Worker) recordCommit(win *window, plan *windowPlan, res forges.CommitRe
 // Sensitive writes are left out: their files hold ciphertext.
 func (w *Worker) expectedFiles(target TargetKey) [][]byte {
 	var out [][]byte
-	windows := w.pending
-	if w.window != nil {
-		windows = append(windows[:len(windows):len(windows)], w.window)
+	windows := w.core.pending
+	if w.core.window != nil {
+		windows = append(windows[:len(windows):len(windows)], w.core.window)
 	}
 	for _, win := range windows {
 		if win.target != target {

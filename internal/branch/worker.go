@@ -122,7 +122,7 @@ type Worker struct {
 	cfg Config
 	in  chan any
 	// Everything below is owned by the Run goroutine.
-	*Core
+	core  *Core
 	state *branchState
 	// settleFns and flushDone hold the callbacks of the waiters the core
 	// names by id; lastWaiter numbers them.
@@ -172,7 +172,7 @@ func New(cfg Config) *Worker {
 	return &Worker{
 		cfg: cfg,
 		in:  make(chan any, cfg.QueueSize),
-		Core: NewCore(CoreConfig{Committer: cfg.Committer, BufferMax: cfg.BufferMax, PushBurst: cfg.PushBurst,
+		core: NewCore(CoreConfig{Committer: cfg.Committer, BufferMax: cfg.BufferMax, PushBurst: cfg.PushBurst,
 			PushInterval: cfg.PushInterval, RetryBackoff: cfg.RetryBackoff, MaxRetryBackoff: cfg.MaxRetryBackoff,
 			ChainLimit: chainLimit(cfg.Forge)}),
 		state:     newBranchState(cfg.Forge, cfg.Key.Branch),
