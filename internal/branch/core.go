@@ -437,6 +437,15 @@ var errStopped = errors.New("branch worker stopped")
 // holds reports whether the core holds writes not committed.
 func (c *Core) holds() bool { return len(c.pending) > 0 || c.window != nil }
 
+// held lists the windows the core holds: the pending ones, oldest first,
+// then the open one.
+func (c *Core) held() []*window {
+	if c.window == nil {
+		return c.pending
+	}
+	return append(c.pending[:len(c.pending):len(c.pending)], c.window)
+}
+
 // notifyFlushers answers flush waiters whose target has nothing pending,
 // or, with err, those of target (all when target is nil).
 func (c *Core) notifyFlushers(target *TargetKey, err error) {

@@ -258,3 +258,90 @@ func TestCoreStateRoundTripsThroughJSON(t *testing.T) {
 	runCore(t, running, next)
 	runCore(t, restored, next)
 }
+
+// TestCoreAnUnfinishedReplayHoldsItsWindow: a replay's window outlasts a
+// 1 ms silence until the target's last stream says its replay is done.
+func TestCoreAnUnfinishedReplayHoldsItsWindow(t *testing.T) {
+	c := testCore(nil)
+	c.Silence = time.Millisecond
+	one := WriteEvent{Target: coreTo, Write: replayed("one", "cm")}
+	two := WriteEvent{Target: coreTo, Write: replayed("two", "cm")}
+	runCore(t, c, []coreStep{
+		{0, 0, one, []string{"schedule +5s"}},
+		{time.Second, 0, SyncEvent{Target: coreTo, Sweep: &Sweep{}}, []string{"schedule +6s"}},
+		{2 * time.Second, 0, TickEvent{}, []string{"schedule +6s"}},
+		{3 * time.Second, 0, two, []string{"schedule +8s"}},
+		{4 * time.Second, 0, SyncEvent{Target: coreTo, Sweep: &Sweep{}, CloseWindow: true}, []string{"commit mirror/ops:cm,cm", "schedule +1h0m4s"}},
+	})
+}
+
+func TestCoreAFullBufferClosesTheWindow(t *testing.T) {
+	runCore(t, testCore(func(c *CoreConfig) { c.BufferMax = len(change("one").YAML) + 1 }), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, wrote(alice, "two"), []string{"commit mirror/Alice:one,two", "schedule +1h0m0s"}},
+	})
+}
+
+// TestCoreASuspendedTargetDropsWhatItHolds: its window, its pending
+// commits and the requests waiting on them; its waiters are answered.
+func TestCoreASuspendedTargetDropsWhatItHolds(t *testing.T) {
+	req := &Request{ID: "team/save", Target: coreTo, Submitter: &bob, Deadline: t0.Add(time.Hour)}
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, wrote(bob, "two"), []string{"commit mirror/Alice:one", "schedule +5s"}},
+		{0, 0, FailedEvent{Seq: 0, Err: forges.ErrTransient}, []string{"failed mirror retry in 1s", "schedule +1s"}},
+		{0, 0, SettleEvent{ID: 1, Target: coreTo}, []string{"schedule +1s"}},
+		{0, 0, FlushEvent{ID: 2, Target: coreTo}, []string{"schedule +1s"}},
+		{0, 0, wrote(bob, "three"), []string{"schedule +1s"}},
+		{0, 0, AttachEvent{Request: req}, []string{"schedule +1s"}},
+		{0, 0, TargetEvent{Target: coreTo, Suspend: true},
+			[]string{"request team/save FinalizeFailed", "settled 1", "flushed 2", "schedule +1h0m0s"}},
+		{2 * time.Second, 0, TickEvent{}, []string{"schedule +1h0m2s"}},
+	})
+}
+
+// TestCoreAStopPushesWhatItHoldsRegardlessOfTheBackoff, unless the worker
+// was replaced: then it drops it, and every request ends.
+func TestCoreAStopPushesWhatItHoldsRegardlessOfTheBackoff(t *testing.T) {
+	held := func() []coreStep {
+		return []coreStep{
+			{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+			{0, 0, wrote(bob, "two"), []string{"commit mirror/Alice:one", "schedule +5s"}},
+			{0, 0, FailedEvent{Seq: 0, Err: forges.ErrTransient}, []string{"failed mirror retry in 1s", "schedule +1s"}},
+		}
+	}
+	carol := Author{Name: "Carol", Email: "carol@example.com", Kind: AuthorUser}
+	req := &Request{ID: "team/save", Target: coreTo, Submitter: &carol, Deadline: t0.Add(time.Hour)}
+	// Stopping, it pushes what it holds as one chain even while events
+	// queue: nothing is gathered any more.
+	runCore(t, testCore(func(c *CoreConfig) { c.ChainLimit = 10 }), append(held(),
+		coreStep{0, 3, StopEvent{}, []string{"commit mirror/Alice:one | mirror/Bob:two", "schedule +1h0m0s"}},
+		coreStep{0, 3, committed(0, 1), []string{"went through mirror", "went through mirror", "schedule +1h0m0s"}},
+		coreStep{0, 0, StoppedEvent{}, []string{"schedule +1h0m0s"}},
+	))
+	runCore(t, testCore(nil), append(held(),
+		coreStep{0, 0, AttachEvent{Request: req}, []string{"schedule +1s"}},
+		coreStep{0, 0, StopEvent{Discard: true}, []string{"request team/save FinalizeFailed", "schedule +1h0m0s"}},
+		coreStep{0, 0, StoppedEvent{}, []string{"schedule +1h0m0s"}},
+	))
+}
+
+// TestCoreARequestedWindowIsNeverMergedWithAnother: windows held behind a
+// failure merge, but not into or out of a window a request closed.
+func TestCoreARequestedWindowIsNeverMergedWithAnother(t *testing.T) {
+	req := &Request{ID: "team/save", Target: coreTo, Submitter: &alice, Deadline: t0, Message: "hers"}
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(bob, "zero"), []string{"schedule +5s"}},
+		{0, 0, CloseEvent{}, []string{"commit mirror/Bob:zero", "schedule +1h0m0s"}},
+		{0, 0, FailedEvent{Seq: 0, Err: forges.ErrTransient}, []string{"failed mirror retry in 1s", "schedule +1s"}},
+		{0, 0, wrote(alice, "one"), []string{"schedule +1s"}},
+		{0, 0, AttachEvent{Request: req}, []string{"request team/save FinalizeFailed", "schedule +1s"}},
+		{0, 0, wrote(alice, "two"), []string{"schedule +1s"}},
+		{0, 0, CloseEvent{}, []string{"schedule +1s"}},
+		{0, 0, wrote(alice, "three"), []string{"schedule +1s"}},
+		{0, 0, CloseEvent{}, []string{"schedule +1s"}},
+		{time.Second, 0, TickEvent{}, []string{"commit mirror/Bob:zero", "schedule +1h0m1s"}},
+		{time.Second, 0, committed(0), []string{"went through mirror", `commit mirror/Alice:one "hers"`, "schedule +1h0m1s"}},
+		{time.Second, 0, committed(1), []string{"went through mirror", "commit mirror/Alice:two,three", "schedule +1h0m1s"}},
+	})
+}

@@ -139,11 +139,7 @@ func (w *Worker) recordCommit(win *window, plan *windowPlan, res forges.CommitRe
 // Sensitive writes are left out: their files hold ciphertext.
 func (w *Worker) expectedFiles(target TargetKey) [][]byte {
 	var out [][]byte
-	windows := w.core.pending
-	if w.core.window != nil {
-		windows = append(windows[:len(windows):len(windows)], w.core.window)
-	}
-	for _, win := range windows {
+	for _, win := range w.core.held() {
 		if win.target != target {
 			continue
 		}

@@ -205,11 +205,7 @@ func (c *Core) dropRequests(target *TargetKey, why string) {
 	}
 	clear(c.commitRequests[len(kept):])
 	c.commitRequests = kept
-	windows := c.pending
-	if c.window != nil {
-		windows = append(windows[:len(windows):len(windows)], c.window)
-	}
-	for _, win := range windows {
+	for _, win := range c.held() {
 		if win.request != nil && (target == nil || win.target == *target) {
 			fail(win.request)
 			win.request = nil
