@@ -3,39 +3,34 @@ package branch
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/configbutler/gitops-reverser/forges"
 )
 
-// gathering tells the loop to hold pending windows back while events wait
-// in its queue and the forge chains commits: the queued events close
-// more windows (each change of author closes one), and they all go out as
-// one chain once the queue is empty, or once a chain's worth is pending.
-// Pushing each window as it closes would keep the backlog one window long
-// and pay a push for each. A stopping worker pushes what it holds.
-func (w *Worker) gathering() bool {
-	limit := w.chainLimit()
-	return !w.stopping && len(w.in) > 0 && limit > 1 && len(w.pending) < limit
+// gathering tells the core to hold pending windows back while events wait
+// in the executor's queue and the forge chains commits: the queued events
+// close more windows (each change of author closes one), and they all go
+// out as one chain once the queue is empty, or once a chain's worth is
+// pending. Pushing each window as it closes would keep the backlog one
+// window long and pay a push for each. A stopping worker pushes what it
+// holds.
+func (c *Core) gathering() bool {
+	limit := c.conf.ChainLimit
+	return !c.stopping && c.Queued > 0 && limit > 1 && len(c.pending) < limit
 }
 
 // chainLimit is the most windows one chain carries: what the forge takes
 // in one CommitChain (forges.ChainCommitter), 0 when it commits one
 // request at a time.
-func (w *Worker) chainLimit() int {
-	if chainer, ok := w.cfg.Forge.(forges.ChainCommitter); ok {
+func chainLimit(forge forges.Forge) int {
+	if chainer, ok := forge.(forges.ChainCommitter); ok {
 		return chainer.ChainLimit()
 	}
 	return 0
 }
 
-// chained is one window of a chained push and whether it made a commit (a
-// window whose writes are all in Git already makes none).
-type chained struct {
-	win       *window
-	committed bool
-}
-
-// commitChain commits the pending windows from `from` on as one chain of
+// commitChain commits run as one chain of
 // commits and one move of the branch, when the forge can
 // (forges.ChainCommitter) and at least two windows are ready: interleaved
 // authors leave many small windows pending at once, and one push each
@@ -47,13 +42,9 @@ type chained struct {
 // chain was not tried or did not land; the caller then commits the first
 // window on its own, which reads the branch again and answers conflicts
 // and failures as it always does.
-func (w *Worker) commitChain(ctx context.Context, from int) []chained {
+func (w *Worker) commitChain(ctx context.Context, run []*window) []WindowResult {
 	chainer, ok := w.cfg.Forge.(forges.ChainCommitter)
-	if !ok {
-		return nil
-	}
-	run := w.chainable(from, chainer.ChainLimit())
-	if len(run) < 2 {
+	if !ok || len(run) < 2 {
 		return nil
 	}
 	for _, win := range run {
@@ -78,33 +69,33 @@ func (w *Worker) commitChain(ctx context.Context, from int) []chained {
 	}
 	w.state.chainLanded(plans, results)
 	perCommit := (w.requests() - requestsBefore) / int64(len(results))
-	out := make([]chained, 0, len(run))
+	out := make([]WindowResult, 0, len(run))
 	next := 0
 	for i, win := range run {
 		plan := plans[i]
 		w.reportRefusals(win, plan)
-		win.refused = len(plan.refusals)
-		committed := len(plan.files) > 0
-		if committed {
+		res := WindowResult{Seq: win.seq, Committed: len(plan.files) > 0, Refused: len(plan.refusals)}
+		if res.Committed {
+			res.Commit = results[next].Commit
 			w.recordCommit(win, plan, results[next], start, perCommit)
 			next++
 		}
-		out = append(out, chained{win: win, committed: committed})
+		out = append(out, res)
 	}
 	return out
 }
 
 // chainable are the pending windows from `from` on that may go out now,
-// up to the first whose target is parked, limit at most.
-func (w *Worker) chainable(from, limit int) []*window {
-	now := w.cfg.Clock.Now()
+// up to the first whose target is parked, ChainLimit at most (one when the
+// forge does not chain).
+func (c *Core) chainable(from int, now time.Time) []*window {
 	var run []*window
-	for _, win := range w.pending[from:] {
-		if until, ok := w.parked[win.target]; ok && now.Before(until) {
+	for _, win := range c.pending[from:] {
+		if until, ok := c.parked[win.target]; ok && now.Before(until) {
 			break
 		}
 		run = append(run, win)
-		if len(run) >= limit {
+		if len(run) >= c.conf.ChainLimit {
 			break
 		}
 	}

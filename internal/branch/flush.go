@@ -3,6 +3,7 @@ package branch
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/forges"
@@ -10,73 +11,24 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/retry"
 )
 
-// push commits pending windows, oldest first, while the push budget allows.
-// A conflict re-reads the branch and replays the window's writes on the new
-// head. A failure of the forge itself holds the whole branch back for a
-// backoff; a failure that belongs to one GitTarget (content it cannot plan)
-// parks only that target's windows, so the others keep committing.
-func (w *Worker) push(ctx context.Context) {
-	if w.gathering() {
-		return // the queued events close more windows; they go out together
+// commit runs a Commit action: the windows as one chain when the forge
+// chains and there are several, else (or when the chain did not land) the
+// first alone, replaying it after conflicts. What happened comes back as
+// the event the core is told next.
+func (w *Worker) commit(ctx context.Context, a Commit) Event {
+	if results := w.commitChain(ctx, a.Windows); len(results) > 0 {
+		return CommittedEvent{Windows: results, Chained: true}
 	}
-	w.coalesce()
-	now := w.cfg.Clock.Now()
-	if now.Before(w.retryAt) {
-		for _, win := range w.pending {
-			failHeld(win, w.retryAt)
-		}
-		return
+	win := a.Windows[0]
+	res, err := w.commitWithReplay(ctx, win)
+	if err != nil {
+		// Read the branch again before the retry: whatever failed (a moved
+		// head, content a human has since cleaned up) is judged on fresh
+		// state.
+		w.state.known = false
+		return FailedEvent{Seq: win.seq, Err: err, Jitter: rand.Float64()}
 	}
-	for i := 0; i < len(w.pending); {
-		win := w.pending[i]
-		if until, ok := w.parked[win.target]; ok && now.Before(until) {
-			failHeld(win, until)
-			i++ // keeps this target's windows in order behind the parked one
-			continue
-		}
-		// The budget only spaces a backlog: a single window waiting alone
-		// goes out at once, so an editor waiting for each change to land
-		// never waits on the budget.
-		if wait := w.budget.wait(now); wait > 0 && len(w.pending) > 1 {
-			return
-		}
-		if chained := w.commitChain(ctx, i); len(chained) > 0 {
-			w.pending = append(w.pending[:i], w.pending[i+len(chained):]...)
-			for _, c := range chained {
-				w.wentThrough(c.win, c.committed)
-			}
-			w.budget.spend(w.cfg.Clock.Now())
-			now = w.cfg.Clock.Now()
-			continue
-		}
-		committed, err := w.commitWithReplay(ctx, win)
-		if err != nil {
-			if !w.failed(win, err) {
-				return
-			}
-			i++
-			continue
-		}
-		w.pending = append(w.pending[:i], w.pending[i+1:]...)
-		w.wentThrough(win, committed)
-		if committed {
-			w.budget.spend(w.cfg.Clock.Now())
-		}
-		now = w.cfg.Clock.Now()
-	}
-	w.notifyFlushers(nil, nil)
-	w.notifySettled()
-}
-
-// wentThrough settles a window that left pending: committed, or with
-// nothing to commit.
-func (w *Worker) wentThrough(win *window, committed bool) {
-	delete(w.parked, win.target)
-	w.pushed(win, committed)
-	if w.cfg.OnSettled != nil {
-		w.cfg.OnSettled(win.target)
-	}
-	w.retry = w.cfg.retryBackoff()
+	return CommittedEvent{Windows: []WindowResult{res}}
 }
 
 // commitWithReplay commits one window, replaying it on a fresh head after
@@ -84,27 +36,27 @@ func (w *Worker) wentThrough(win *window, committed bool) {
 // replay: a writer that moved the branch may be moving it again, and two
 // writers that collide must not retry in step. It reports whether a commit
 // was made (a window whose writes are all already in Git makes none).
-func (w *Worker) commitWithReplay(ctx context.Context, win *window) (bool, error) {
+func (w *Worker) commitWithReplay(ctx context.Context, win *window) (WindowResult, error) {
 	backoff := w.cfg.ConflictBackoff
 	for attempt := 1; ; attempt++ {
-		committed, err := w.commitOnce(ctx, win)
+		res, err := w.commitOnce(ctx, win)
 		if err == nil {
-			return committed, nil
+			return res, nil
 		}
 		if !errors.Is(err, forges.ErrConflict) {
-			return false, err
+			return res, err
 		}
 		w.cfg.Observer.Conflict(w.cfg.Key)
 		if attempt >= w.cfg.MaxAttempts {
-			return false, err
+			return res, err
 		}
 		delay := backoff.Step()
 		w.cfg.Log.V(1).Info("branch moved; replaying the window on the new head", "attempt", attempt, "in", delay.String())
 		if !w.sleep(ctx, delay) {
-			return false, err
+			return res, err
 		}
 		if rerr := w.state.refresh(ctx); rerr != nil {
-			return false, rerr
+			return res, rerr
 		}
 	}
 }
@@ -119,34 +71,36 @@ func (w *Worker) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // commitOnce plans the window against the current head and commits it.
-func (w *Worker) commitOnce(ctx context.Context, win *window) (bool, error) {
+func (w *Worker) commitOnce(ctx context.Context, win *window) (WindowResult, error) {
+	out := WindowResult{Seq: win.seq}
 	if !w.state.loaded(win.target) {
 		w.state.expect(w.expectedFiles(win.target))
 	}
 	if err := w.state.ensureLoaded(ctx, win.target); err != nil {
-		return false, err
+		return out, err
 	}
 	plan, err := w.state.plan(win)
 	if err != nil {
-		return false, err
+		return out, err
 	}
 	w.reportRefusals(win, plan)
-	win.refused = len(plan.refusals)
+	out.Refused = len(plan.refusals)
 	if len(plan.files) == 0 {
-		return false, nil
+		return out, nil
 	}
 	req, err := w.commitRequest(win, plan)
 	if err != nil {
-		return false, err
+		return out, err
 	}
 	start, requestsBefore := w.cfg.Clock.Now(), w.requests()
 	res, err := w.cfg.Forge.Commit(ctx, req)
 	if err != nil {
-		return false, err
+		return out, err
 	}
 	w.state.committed(res, plan)
 	w.recordCommit(win, plan, res, start, w.requests()-requestsBefore)
-	return true, nil
+	out.Committed, out.Commit = true, res.Commit
+	return out, nil
 }
 
 // commitRequest is the commit of a planned window on the branch's head.
@@ -175,10 +129,9 @@ func (w *Worker) commitRequest(win *window, plan *windowPlan) (forges.CommitRequ
 // recordCommit tells the window, the observer and the log about a commit
 // that reached the remote.
 func (w *Worker) recordCommit(win *window, plan *windowPlan, res forges.CommitResult, start time.Time, requests int64) {
-	win.commit = res.Commit
 	w.observeCommit(win, plan, res, start, requests)
 	w.cfg.Log.Info("committed", "target", win.target.String(), "commit", res.Commit, "objects", len(plan.changes),
-		"author", w.authorOf(win.author).Name)
+		"author", w.core.authorOf(win.author).Name)
 }
 
 // expectedFiles is the content of the file each pending write of target
@@ -186,11 +139,7 @@ func (w *Worker) recordCommit(win *window, plan *windowPlan, res forges.CommitRe
 // Sensitive writes are left out: their files hold ciphertext.
 func (w *Worker) expectedFiles(target TargetKey) [][]byte {
 	var out [][]byte
-	windows := w.pending
-	if w.window != nil {
-		windows = append(windows[:len(windows):len(windows)], w.window)
-	}
-	for _, win := range windows {
+	for _, win := range w.core.held() {
 		if win.target != target {
 			continue
 		}
@@ -246,44 +195,4 @@ func (w *Worker) reportRefusals(win *window, plan *windowPlan) {
 	if w.cfg.OnPlanned != nil {
 		w.cfg.OnPlanned(win.target, win.order, plan.refusals)
 	}
-}
-
-// failed keeps the window for a later retry, waiting as long as the forge
-// asked or with jittered exponential backoff. It reports whether the failure is the
-// target's own (the loop may go on with other targets) rather than the
-// forge's.
-func (w *Worker) failed(win *window, err error) bool {
-	delay := w.retry.Step()
-	if ra := forges.RetryAfter(err); ra > delay {
-		delay = ra
-	}
-	until := w.cfg.Clock.Now().Add(delay)
-	var forgeErr *forges.Error
-	targetOnly := !errors.As(err, &forgeErr)
-	if targetOnly {
-		w.parked[win.target] = until
-	} else {
-		w.retryAt = until
-	}
-	// Read the branch again before the retry: whatever failed (a moved head,
-	// content a human has since cleaned up) is judged on fresh state.
-	w.state.known = false
-	failRequest(win, err)
-	if !targetOnly {
-		// The whole branch waits; the push loop stops here.
-		for _, held := range w.pending {
-			failHeld(held, until)
-		}
-	}
-	w.cfg.Log.Info("commit failed; keeping the writes for a retry",
-		"target", win.target.String(), "retryIn", delay.String(), "error", err.Error())
-	if w.cfg.OnError != nil {
-		w.cfg.OnError(win.target, wrapTarget(win.target, err))
-	}
-	if targetOnly {
-		w.notifyFlushers(&win.target, wrapTarget(win.target, err))
-	} else {
-		w.notifyFlushers(nil, wrapTarget(win.target, err))
-	}
-	return targetOnly
 }

@@ -23,7 +23,7 @@ type Request struct {
 	Message string
 	// Done is told the outcome, once, on the worker's goroutine; it must
 	// not block.
-	Done func(RequestOutcome)
+	Done func(RequestOutcome) `json:"-"`
 }
 
 // RequestReason is how a request ended; the CommitRequest's Ready reason
@@ -81,22 +81,22 @@ func mayClose(r *Request, win *window) bool {
 	return win.author.Name == r.Submitter.Name && win.author.Email == r.Submitter.Email
 }
 
-func (w *Worker) attach(ctx context.Context, r *Request, now time.Time) {
-	if win := w.window; win != nil && win.request == nil && mayClose(r, win) {
+func (c *Core) attach(r *Request, now time.Time) {
+	if win := c.window; win != nil && win.request == nil && mayClose(r, win) {
 		win.bind(r)
 	} else {
-		w.commitRequests = append(w.commitRequests, r)
+		c.commitRequests = append(c.commitRequests, r)
 	}
-	w.requestsDue(ctx, now)
+	c.requestsDue(now)
 }
 
 // bindWaiting gives a window that just opened the first waiting request
 // that may close it.
-func (w *Worker) bindWaiting(win *window) {
-	for i, r := range w.commitRequests {
+func (c *Core) bindWaiting(win *window) {
+	for i, r := range c.commitRequests {
 		if mayClose(r, win) {
 			win.bind(r)
-			w.commitRequests = append(w.commitRequests[:i], w.commitRequests[i+1:]...)
+			c.commitRequests = append(c.commitRequests[:i], c.commitRequests[i+1:]...)
 			return
 		}
 	}
@@ -104,23 +104,23 @@ func (w *Worker) bindWaiting(win *window) {
 
 // requestsDue ends the waiting requests whose deadline passed and closes
 // the open window when its request's deadline passed.
-func (w *Worker) requestsDue(ctx context.Context, now time.Time) {
-	kept := w.commitRequests[:0]
-	for _, r := range w.commitRequests {
+func (c *Core) requestsDue(now time.Time) {
+	kept := c.commitRequests[:0]
+	for _, r := range c.commitRequests {
 		if now.Before(r.Deadline) {
 			kept = append(kept, r)
 			continue
 		}
-		if win := w.window; win != nil && win.target == r.Target {
-			r.end(RequestOutcome{Reason: RequestWindowMismatch, Detail: mismatch(r, win)})
+		if win := c.window; win != nil && win.target == r.Target {
+			c.end(r, RequestOutcome{Reason: RequestWindowMismatch, Detail: mismatch(r, win)})
 		} else {
-			r.end(RequestOutcome{Reason: RequestNoWindowInGrace, Detail: "no commit window of the GitTarget was open by the deadline; nothing to commit"})
+			c.end(r, RequestOutcome{Reason: RequestNoWindowInGrace, Detail: "no commit window of the GitTarget was open by the deadline; nothing to commit"})
 		}
 	}
-	clear(w.commitRequests[len(kept):])
-	w.commitRequests = kept
-	if win := w.window; win != nil && win.request != nil && !now.Before(win.request.Deadline) {
-		w.finalize(ctx)
+	clear(c.commitRequests[len(kept):])
+	c.commitRequests = kept
+	if win := c.window; win != nil && win.request != nil && !now.Before(win.request.Deadline) {
+		c.finalize(now)
 	}
 }
 
@@ -131,9 +131,9 @@ func mismatch(r *Request, win *window) string {
 	return "the open commit window holds changes by " + win.author.Name + ", not by the submitter; it was left alone"
 }
 
-// nextDeadline is the earliest deadline of a request the worker holds
-// that has not closed its window yet.
-func (w *Worker) nextDeadline() (time.Time, bool) {
+// nextDeadline is the earliest deadline of a request the core holds that
+// has not closed its window yet.
+func (c *Core) nextDeadline() (time.Time, bool) {
 	var next time.Time
 	found := false
 	consider := func(t time.Time) {
@@ -141,17 +141,18 @@ func (w *Worker) nextDeadline() (time.Time, bool) {
 			next, found = t, true
 		}
 	}
-	for _, r := range w.commitRequests {
+	for _, r := range c.commitRequests {
 		consider(r.Deadline)
 	}
-	if w.window != nil && w.window.request != nil {
-		consider(w.window.request.Deadline)
+	if c.window != nil && c.window.request != nil {
+		consider(c.window.request.Deadline)
 	}
 	return next, found
 }
 
 // pushed ends the request a window carried once the window went through.
-func (w *Worker) pushed(win *window, committed bool) {
+// The executor adds where the commit is (Branch, URL).
+func (c *Core) pushed(win *window, committed bool) {
 	r := win.request
 	if r == nil {
 		return
@@ -159,15 +160,13 @@ func (w *Worker) pushed(win *window, committed bool) {
 	win.request = nil
 	switch {
 	case !committed && win.refused > 0:
-		r.end(RequestOutcome{Reason: RequestFinalizeFailed, Detail: fmt.Sprintf(
+		c.end(r, RequestOutcome{Reason: RequestFinalizeFailed, Detail: fmt.Sprintf(
 			"nothing was committed: the operator does not write %d of the window's objects (the GitTarget's ObjectsWritten condition says why)", win.refused)})
-		return
 	case !committed:
-		r.end(RequestOutcome{Reason: RequestAlreadyPresent, Detail: "every change of the commit window was already in Git; nothing to commit"})
-		return
+		c.end(r, RequestOutcome{Reason: RequestAlreadyPresent, Detail: "every change of the commit window was already in Git; nothing to commit"})
+	default:
+		c.end(r, RequestOutcome{Reason: RequestCommitted, Commit: win.commit, Detail: "committed and pushed"})
 	}
-	r.end(RequestOutcome{Reason: RequestCommitted, Branch: w.cfg.Key.Branch, Commit: win.commit,
-		URL: w.cfg.Forge.CommitURL(win.commit), Detail: "committed and pushed"})
 }
 
 // failRequest ends the request of a window whose commit failed, and
@@ -176,46 +175,47 @@ func (w *Worker) pushed(win *window, committed bool) {
 // stay pending and are retried, with the request's message, but the
 // request reports the failure now instead of staying in progress for as
 // long as the forge keeps failing.
-func failRequest(win *window, err error) {
-	endFailed(win, err.Error()+"; the changes are kept and retried")
+func (c *Core) failRequest(win *window, err error) {
+	c.endFailed(win, err.Error()+"; the changes are kept and retried")
 }
 
-func failHeld(win *window, until time.Time) {
-	endFailed(win, "an earlier commit of this branch failed and is retried at "+until.UTC().Format(time.RFC3339)+
+func (c *Core) failHeld(win *window, until time.Time) {
+	c.endFailed(win, "an earlier commit of this branch failed and is retried at "+until.UTC().Format(time.RFC3339)+
 		"; the changes are kept and committed after it")
 }
 
-func endFailed(win *window, detail string) {
+func (c *Core) endFailed(win *window, detail string) {
 	if r := win.request; r != nil {
 		win.request = nil
-		r.end(RequestOutcome{Reason: RequestFinalizeFailed, Detail: detail})
+		c.end(r, RequestOutcome{Reason: RequestFinalizeFailed, Detail: detail})
 	}
 }
 
 // dropRequests ends every request of target (all when target is nil):
 // the worker or the target is going away.
-func (w *Worker) dropRequests(target *TargetKey, why string) {
-	fail := func(r *Request) { r.end(RequestOutcome{Reason: RequestFinalizeFailed, Detail: why}) }
-	kept := w.commitRequests[:0]
-	for _, r := range w.commitRequests {
+func (c *Core) dropRequests(target *TargetKey, why string) {
+	fail := func(r *Request) { c.end(r, RequestOutcome{Reason: RequestFinalizeFailed, Detail: why}) }
+	kept := c.commitRequests[:0]
+	for _, r := range c.commitRequests {
 		if target != nil && r.Target != *target {
 			kept = append(kept, r)
 			continue
 		}
 		fail(r)
 	}
-	clear(w.commitRequests[len(kept):])
-	w.commitRequests = kept
-	windows := w.pending
-	if w.window != nil {
-		windows = append(windows[:len(windows):len(windows)], w.window)
-	}
-	for _, win := range windows {
+	clear(c.commitRequests[len(kept):])
+	c.commitRequests = kept
+	for _, win := range c.held() {
 		if win.request != nil && (target == nil || win.target == *target) {
 			fail(win.request)
 			win.request = nil
 		}
 	}
+}
+
+// end asks the executor to tell r its outcome.
+func (c *Core) end(r *Request, o RequestOutcome) {
+	c.notify(Outcome{Kind: OutcomeRequest, Target: r.Target, Request: r, Result: o})
 }
 
 func (r *Request) end(o RequestOutcome) {

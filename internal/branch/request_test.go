@@ -113,13 +113,13 @@ func TestARequestedWindowIsNeverMergedWithAnother(t *testing.T) {
 	ctx := context.Background()
 	w, forge, _, key := requestWorker(t)
 	var got []RequestOutcome
-	w.retryAt = w.cfg.Clock.Now().Add(time.Hour) // the forge asked to wait: windows pile up
+	w.core.retryAt = w.cfg.Clock.Now().Add(time.Hour) // the forge asked to wait: windows pile up
 	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
 	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", &got)})
 	w.handle(ctx, writeMsg{target: key, author: alice, write: change("two")})
 	w.finalize(ctx)
-	w.retryAt = time.Time{}
-	w.push(ctx)
+	w.core.retryAt = time.Time{}
+	w.tick(ctx) // nothing is due but the pending windows: it pushes them
 	require.Len(t, forge.commits, 2)
 	require.Equal(t, "hers", forge.commits[0].Message)
 	require.NotEqual(t, "hers", forge.commits[1].Message)

@@ -8,14 +8,6 @@ type settledMsg struct {
 	fn     func(head string)
 }
 
-// settleWaiter is a settledMsg waiting for the windows of its target that
-// were opened before it (sequence below upTo) to leave the worker.
-type settleWaiter struct {
-	target TargetKey
-	upTo   uint64
-	fn     func(head string)
-}
-
 // WhenSettled calls fn, from the worker's goroutine, once every write and
 // sweep of target queued before this call has reached the remote, or was
 // dropped with its target. It never closes a window early: writes go out
@@ -31,36 +23,29 @@ func (w *Worker) WhenSettled(ctx context.Context, target TargetKey, fn func(head
 	return w.send(ctx, settledMsg{target: target, fn: fn})
 }
 
-// addSettleWaiter registers m, answering it at once when nothing of its
-// target is held.
-func (w *Worker) addSettleWaiter(m settledMsg) {
-	w.settleWaiters = append(w.settleWaiters, settleWaiter{target: m.target, upTo: w.windowSeq, fn: m.fn})
-	w.notifySettled()
-}
-
 // notifySettled answers the waiters whose target holds no window opened
 // before them.
-func (w *Worker) notifySettled() {
-	kept := w.settleWaiters[:0]
-	for _, s := range w.settleWaiters {
-		if w.holdsBefore(s.target, s.upTo) {
+func (c *Core) notifySettled() {
+	kept := c.settleWaiters[:0]
+	for _, s := range c.settleWaiters {
+		if c.holdsBefore(s.Target, s.UpTo) {
 			kept = append(kept, s)
 			continue
 		}
-		s.fn(w.settledHead())
+		c.notify(Outcome{Kind: OutcomeSettled, Target: s.Target, Waiter: s.ID})
 	}
-	clear(w.settleWaiters[len(kept):])
-	w.settleWaiters = kept
+	clear(c.settleWaiters[len(kept):])
+	c.settleWaiters = kept
 }
 
 // holdsBefore reports whether the open or a pending window of target was
 // opened before sequence upTo. A window another absorbed keeps living in
 // the earlier one, so the answer errs on waiting longer.
-func (w *Worker) holdsBefore(target TargetKey, upTo uint64) bool {
-	if w.window != nil && w.window.target == target && w.window.seq < upTo {
+func (c *Core) holdsBefore(target TargetKey, upTo uint64) bool {
+	if c.window != nil && c.window.target == target && c.window.seq < upTo {
 		return true
 	}
-	for _, p := range w.pending {
+	for _, p := range c.pending {
 		if p.target == target && p.seq < upTo {
 			return true
 		}

@@ -1,7 +1,9 @@
 // Package branch holds the BranchWorker: one per (provider namespace,
 // provider, branch), a single FIFO event loop that groups object writes into
 // commit windows and commits them through a forge with compare-and-swap on
-// the branch head. It decides when and how to commit; what to write is the
+// the branch head. It decides when and how to commit (the Core, a pure state
+// machine: events in, actions out) and runs those decisions (the Worker, its
+// executor: the one goroutine that does the forge I/O); what to write is the
 // manifest planner's job.
 package branch
 

@@ -62,7 +62,7 @@ func TestPendingWindowsOfOneTargetAndAuthorMerge(t *testing.T) {
 	}
 	withSweep := pending(a, Author{}, "swept")
 	withSweep.addSweep(Sweep{}, false, now)
-	w := &Worker{cfg: Config{BufferMax: 1 << 20}, pending: []*window{
+	w := &Core{conf: CoreConfig{BufferMax: 1 << 20}, pending: []*window{
 		pending(a, Author{}, "1", "2"),
 		pending(b, Author{}, "3"),
 		pending(a, Author{}, "2", "4"), // merges into the first: another target between is fine

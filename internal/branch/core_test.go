@@ -1,0 +1,347 @@
+package branch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/forges"
+)
+
+// The core is driven here by tables of events in and actions out: no
+// goroutine, no clock, no forge. Each step happens at t0 plus its offset;
+// actions are rendered as short strings (renderActions) so a table reads
+// as the worker's decisions.
+
+var (
+	t0     = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	coreTo = TargetKey{Namespace: "team", Name: "mirror"}
+	ops    = Author{Name: "ops", Email: "ops@example.com", Kind: AuthorCommitter}
+)
+
+type coreStep struct {
+	at     time.Duration
+	queued int
+	ev     Event
+	want   []string
+}
+
+// testCore has a 5 s commit window, a burst of three pushes, one a second
+// beyond it, and a retry backoff from 1 s (no jitter unless a FailedEvent
+// draws some).
+func testCore(tune func(*CoreConfig)) *Core {
+	conf := CoreConfig{Committer: ops, BufferMax: 1 << 20, PushBurst: 3, PushInterval: time.Second,
+		RetryBackoff: time.Second, MaxRetryBackoff: time.Minute}
+	if tune != nil {
+		tune(&conf)
+	}
+	c := NewCore(conf)
+	c.Silence = 5 * time.Second
+	return c
+}
+
+func runCore(t *testing.T, c *Core, steps []coreStep) {
+	t.Helper()
+	for i, s := range steps {
+		c.Queued = s.queued
+		require.Equal(t, s.want, renderActions(c.Step(t0.Add(s.at), s.ev)), "step %d (%T)", i, s.ev)
+	}
+}
+
+func wrote(author Author, name string) WriteEvent {
+	return WriteEvent{Target: coreTo, Author: author, Write: change(name)}
+}
+
+func committed(seqs ...uint64) CommittedEvent {
+	var e CommittedEvent
+	for _, s := range seqs {
+		e.Windows = append(e.Windows, WindowResult{Seq: s, Committed: true, Commit: fmt.Sprint("c", s)})
+	}
+	e.Chained = len(seqs) > 1
+	return e
+}
+
+func renderActions(actions []Action) []string {
+	out := make([]string, 0, len(actions))
+	for _, a := range actions {
+		switch a := a.(type) {
+		case Commit:
+			var wins []string
+			for _, win := range a.Windows {
+				var names []string
+				for _, wr := range win.orderedWrites() {
+					names = append(names, wr.ID.Name)
+				}
+				s := win.target.Name + "/" + win.author.Name + ":" + strings.Join(names, ",")
+				if win.message != "" {
+					s += fmt.Sprintf(" %q", win.message)
+				}
+				wins = append(wins, s)
+			}
+			out = append(out, "commit "+strings.Join(wins, " | "))
+		case Schedule:
+			out = append(out, "schedule +"+a.At.Sub(t0).String())
+		case Notify:
+			out = append(out, renderOutcome(a.Outcome))
+		}
+	}
+	return out
+}
+
+func renderOutcome(o Outcome) string {
+	switch o.Kind {
+	case OutcomeRequest:
+		return strings.TrimSpace(fmt.Sprintf("request %s %s %s", o.Request.ID, o.Result.Reason, o.Result.Commit))
+	case OutcomeWentThrough:
+		return "went through " + o.Target.Name
+	case OutcomeFailed:
+		return "failed " + o.Target.Name + " retry in " + o.RetryIn.String()
+	case OutcomeSettled:
+		return fmt.Sprint("settled ", o.Waiter)
+	case OutcomeFlushed:
+		if o.Err != nil {
+			return fmt.Sprint("flush failed ", o.Waiter)
+		}
+		return fmt.Sprint("flushed ", o.Waiter)
+	}
+	return "unknown outcome " + string(o.Kind)
+}
+
+func TestCoreAnotherAuthorClosesTheWindow(t *testing.T) {
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{time.Second, 0, wrote(bob, "two"), []string{"commit mirror/Alice:one", "schedule +6s"}},
+		{time.Second, 0, committed(0), []string{"went through mirror", "schedule +6s"}},
+	})
+}
+
+func TestCoreSilenceClosesTheWindowOnATick(t *testing.T) {
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{4 * time.Second, 0, wrote(alice, "two"), []string{"schedule +9s"}},
+		{8 * time.Second, 0, TickEvent{}, []string{"schedule +9s"}},
+		{9 * time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one,two", "schedule +1h0m9s"}},
+		{9 * time.Second, 0, committed(0), []string{"went through mirror", "schedule +1h0m9s"}},
+	})
+}
+
+func TestCoreAWriteWithNoActorJoinsTheCommittersWindow(t *testing.T) {
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(Author{}, "one"), []string{"schedule +5s"}},
+		{0, 0, SyncEvent{Target: coreTo, Sweep: &Sweep{}, CloseWindow: true}, []string{"commit mirror/ops:one", "schedule +1h0m0s"}},
+	})
+}
+
+func TestCoreAFailedCommitIsRetriedAfterTheBackoff(t *testing.T) {
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, CloseEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m0s"}},
+		{0, 0, FailedEvent{Seq: 0, Err: forges.ErrConflict}, []string{"failed mirror retry in 1s", "schedule +1s"}},
+		{500 * time.Millisecond, 0, TickEvent{}, []string{"schedule +1s"}},
+		{time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m1s"}},
+		{time.Second, 0, FailedEvent{Seq: 0, Err: forges.ErrConflict}, []string{"failed mirror retry in 2s", "schedule +3s"}},
+		{3 * time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m3s"}},
+		{3 * time.Second, 0, FailedEvent{Seq: 0, Err: forges.ErrConflict, Jitter: 0.5}, []string{"failed mirror retry in 5s", "schedule +8s"}},
+		{8 * time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m8s"}},
+		{8 * time.Second, 0, committed(0), []string{"went through mirror", "schedule +1h0m8s"}},
+	})
+}
+
+func TestCoreATargetsOwnFailureParksOnlyThatTarget(t *testing.T) {
+	other := TargetKey{Namespace: "team", Name: "other"}
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, WriteEvent{Target: other, Author: alice, Write: change("two")}, []string{"commit mirror/Alice:one", "schedule +5s"}},
+		{0, 0, CloseEvent{}, []string{"schedule +1h0m0s"}},
+		{0, 0, FailedEvent{Seq: 0, Err: errors.New("cannot plan")},
+			[]string{"failed mirror retry in 1s", "commit other/Alice:two", "schedule +1h0m0s"}},
+		{0, 0, committed(1), []string{"went through other", "schedule +1s"}},
+		{time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m1s"}},
+	})
+}
+
+// TestCoreTheBudgetSpacesABacklogButNotAWindowAlone: windows piled up
+// behind a forge that asked to wait go out one per interval once the
+// burst is spent; the last, waiting alone, goes out at once.
+func TestCoreTheBudgetSpacesABacklogButNotAWindowAlone(t *testing.T) {
+	runCore(t, testCore(func(c *CoreConfig) { c.PushBurst = 1 }), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, wrote(bob, "two"), []string{"commit mirror/Alice:one", "schedule +5s"}},
+		{0, 0, FailedEvent{Seq: 0, Err: forges.ErrTransient}, []string{"failed mirror retry in 1s", "schedule +1s"}},
+		{0, 0, wrote(alice, "three"), []string{"schedule +1s"}},
+		{0, 0, CloseEvent{}, []string{"schedule +1s"}},
+		{time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m1s"}},
+		{time.Second, 0, committed(0), []string{"went through mirror", "schedule +2s"}},
+		{1500 * time.Millisecond, 0, TickEvent{}, []string{"schedule +2s"}},
+		{2 * time.Second, 0, TickEvent{}, []string{"commit mirror/Bob:two", "schedule +1h0m2s"}},
+		{2 * time.Second, 0, committed(1), []string{"went through mirror", "commit mirror/Alice:three", "schedule +1h0m2s"}},
+	})
+}
+
+func TestCoreARequestClosesItsWindowAtTheDeadlineAndIsToldTheCommit(t *testing.T) {
+	req := &Request{ID: "team/save", Target: coreTo, Submitter: &alice, Deadline: t0.Add(2 * time.Second), Message: "Release"}
+	late := &Request{ID: "team/late", Target: coreTo, Submitter: &bob, Deadline: t0.Add(time.Second)}
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, AttachEvent{Request: req}, []string{"schedule +2s"}},
+		{0, 0, AttachEvent{Request: late}, []string{"schedule +1s"}},
+		{time.Second, 0, TickEvent{}, []string{"request team/late WindowMismatch", "schedule +2s"}},
+		{2 * time.Second, 0, TickEvent{}, []string{`commit mirror/Alice:one "Release"`, "schedule +1h0m2s"}},
+		{2 * time.Second, 0, committed(0), []string{"request team/save Committed c0", "went through mirror", "schedule +1h0m2s"}},
+	})
+}
+
+func TestCoreSettleAndFlushWaitersAreAnsweredOnceTheCommitLands(t *testing.T) {
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, SettleEvent{ID: 1, Target: coreTo}, []string{"schedule +5s"}},
+		{0, 0, FlushEvent{ID: 2, Target: coreTo}, []string{"commit mirror/Alice:one", "schedule +1h0m0s"}},
+		{0, 0, committed(0), []string{"went through mirror", "flushed 2", "settled 1", "schedule +1h0m0s"}},
+		{0, 0, SettleEvent{ID: 3, Target: coreTo}, []string{"settled 3", "schedule +1h0m0s"}},
+	})
+}
+
+// TestCoreWindowsClosedWhileEventsQueueGoOutAsOneChain: each change of
+// author closes a window, but while events wait behind it the core
+// gathers; once the queue is empty the windows go out as one Commit.
+func TestCoreWindowsClosedWhileEventsQueueGoOutAsOneChain(t *testing.T) {
+	runCore(t, testCore(func(c *CoreConfig) { c.ChainLimit = 10 }), []coreStep{
+		{0, 3, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 2, wrote(bob, "two"), []string{"schedule +5s"}},
+		{0, 1, wrote(alice, "three"), []string{"schedule +5s"}},
+		{0, 0, wrote(bob, "four"), []string{"commit mirror/Alice:one | mirror/Bob:two | mirror/Alice:three", "schedule +5s"}},
+		{0, 0, committed(0, 1, 2), []string{"went through mirror", "went through mirror", "went through mirror", "schedule +5s"}},
+	})
+}
+
+func TestCoreAChainStopsAtItsLimitAndAtAParkedTarget(t *testing.T) {
+	runCore(t, testCore(func(c *CoreConfig) { c.ChainLimit = 2 }), []coreStep{
+		{0, 5, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 4, wrote(bob, "two"), []string{"schedule +5s"}},
+		{0, 3, wrote(alice, "three"), []string{"commit mirror/Alice:one | mirror/Bob:two", "schedule +5s"}},
+	})
+}
+
+// TestCoreStateRoundTripsThroughJSON: a core journaled mid-window, with a
+// failure parked, a request and a settle waiter held, and restored from
+// the journal decides exactly as the one that kept running.
+func TestCoreStateRoundTripsThroughJSON(t *testing.T) {
+	running := testCore(nil)
+	req := &Request{ID: "team/save", Target: coreTo, Submitter: &bob, Deadline: t0.Add(3 * time.Second), Message: "Bob's"}
+	runCore(t, running, []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, wrote(bob, "two"), []string{"commit mirror/Alice:one", "schedule +5s"}},
+		{0, 0, FailedEvent{Seq: 0, Err: errors.New("cannot plan")}, []string{"failed mirror retry in 1s", "schedule +1s"}},
+		{0, 0, AttachEvent{Request: req}, []string{"schedule +1s"}},
+		{0, 0, SettleEvent{ID: 7, Target: coreTo}, []string{"schedule +1s"}},
+	})
+	journal, err := json.Marshal(running)
+	require.NoError(t, err)
+	restored := &Core{}
+	require.NoError(t, json.Unmarshal(journal, restored))
+	again, err := json.Marshal(restored)
+	require.NoError(t, err)
+	require.JSONEq(t, string(journal), string(again))
+
+	next := []coreStep{
+		{time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +3s"}},
+		{time.Second, 0, committed(0), []string{"went through mirror", "schedule +3s"}},
+		{2 * time.Second, 0, wrote(bob, "three"), []string{"schedule +3s"}},
+		{3 * time.Second, 0, TickEvent{}, []string{`commit mirror/Bob:two,three "Bob's"`, "schedule +1h0m3s"}},
+		{3 * time.Second, 0, committed(1), []string{"request team/save Committed c1", "went through mirror", "settled 7", "schedule +1h0m3s"}},
+	}
+	runCore(t, running, next)
+	runCore(t, restored, next)
+}
+
+// TestCoreAnUnfinishedReplayHoldsItsWindow: a replay's window outlasts a
+// 1 ms silence until the target's last stream says its replay is done.
+func TestCoreAnUnfinishedReplayHoldsItsWindow(t *testing.T) {
+	c := testCore(nil)
+	c.Silence = time.Millisecond
+	one := WriteEvent{Target: coreTo, Write: replayed("one", "cm")}
+	two := WriteEvent{Target: coreTo, Write: replayed("two", "cm")}
+	runCore(t, c, []coreStep{
+		{0, 0, one, []string{"schedule +5s"}},
+		{time.Second, 0, SyncEvent{Target: coreTo, Sweep: &Sweep{}}, []string{"schedule +6s"}},
+		{2 * time.Second, 0, TickEvent{}, []string{"schedule +6s"}},
+		{3 * time.Second, 0, two, []string{"schedule +8s"}},
+		{4 * time.Second, 0, SyncEvent{Target: coreTo, Sweep: &Sweep{}, CloseWindow: true}, []string{"commit mirror/ops:cm,cm", "schedule +1h0m4s"}},
+	})
+}
+
+func TestCoreAFullBufferClosesTheWindow(t *testing.T) {
+	runCore(t, testCore(func(c *CoreConfig) { c.BufferMax = len(change("one").YAML) + 1 }), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, wrote(alice, "two"), []string{"commit mirror/Alice:one,two", "schedule +1h0m0s"}},
+	})
+}
+
+// TestCoreASuspendedTargetDropsWhatItHolds: its window, its pending
+// commits and the requests waiting on them; its waiters are answered.
+func TestCoreASuspendedTargetDropsWhatItHolds(t *testing.T) {
+	req := &Request{ID: "team/save", Target: coreTo, Submitter: &bob, Deadline: t0.Add(time.Hour)}
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, wrote(bob, "two"), []string{"commit mirror/Alice:one", "schedule +5s"}},
+		{0, 0, FailedEvent{Seq: 0, Err: forges.ErrTransient}, []string{"failed mirror retry in 1s", "schedule +1s"}},
+		{0, 0, SettleEvent{ID: 1, Target: coreTo}, []string{"schedule +1s"}},
+		{0, 0, FlushEvent{ID: 2, Target: coreTo}, []string{"schedule +1s"}},
+		{0, 0, wrote(bob, "three"), []string{"schedule +1s"}},
+		{0, 0, AttachEvent{Request: req}, []string{"schedule +1s"}},
+		{0, 0, TargetEvent{Target: coreTo, Suspend: true},
+			[]string{"request team/save FinalizeFailed", "settled 1", "flushed 2", "schedule +1h0m0s"}},
+		{2 * time.Second, 0, TickEvent{}, []string{"schedule +1h0m2s"}},
+	})
+}
+
+// TestCoreAStopPushesWhatItHoldsRegardlessOfTheBackoff, unless the worker
+// was replaced: then it drops it, and every request ends.
+func TestCoreAStopPushesWhatItHoldsRegardlessOfTheBackoff(t *testing.T) {
+	held := func() []coreStep {
+		return []coreStep{
+			{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+			{0, 0, wrote(bob, "two"), []string{"commit mirror/Alice:one", "schedule +5s"}},
+			{0, 0, FailedEvent{Seq: 0, Err: forges.ErrTransient}, []string{"failed mirror retry in 1s", "schedule +1s"}},
+		}
+	}
+	carol := Author{Name: "Carol", Email: "carol@example.com", Kind: AuthorUser}
+	req := &Request{ID: "team/save", Target: coreTo, Submitter: &carol, Deadline: t0.Add(time.Hour)}
+	// Stopping, it pushes what it holds as one chain even while events
+	// queue: nothing is gathered any more.
+	runCore(t, testCore(func(c *CoreConfig) { c.ChainLimit = 10 }), append(held(),
+		coreStep{0, 3, StopEvent{}, []string{"commit mirror/Alice:one | mirror/Bob:two", "schedule +1h0m0s"}},
+		coreStep{0, 3, committed(0, 1), []string{"went through mirror", "went through mirror", "schedule +1h0m0s"}},
+		coreStep{0, 0, StoppedEvent{}, []string{"schedule +1h0m0s"}},
+	))
+	runCore(t, testCore(nil), append(held(),
+		coreStep{0, 0, AttachEvent{Request: req}, []string{"schedule +1s"}},
+		coreStep{0, 0, StopEvent{Discard: true}, []string{"request team/save FinalizeFailed", "schedule +1h0m0s"}},
+		coreStep{0, 0, StoppedEvent{}, []string{"schedule +1h0m0s"}},
+	))
+}
+
+// TestCoreARequestedWindowIsNeverMergedWithAnother: windows held behind a
+// failure merge, but not into or out of a window a request closed.
+func TestCoreARequestedWindowIsNeverMergedWithAnother(t *testing.T) {
+	req := &Request{ID: "team/save", Target: coreTo, Submitter: &alice, Deadline: t0, Message: "hers"}
+	runCore(t, testCore(nil), []coreStep{
+		{0, 0, wrote(bob, "zero"), []string{"schedule +5s"}},
+		{0, 0, CloseEvent{}, []string{"commit mirror/Bob:zero", "schedule +1h0m0s"}},
+		{0, 0, FailedEvent{Seq: 0, Err: forges.ErrTransient}, []string{"failed mirror retry in 1s", "schedule +1s"}},
+		{0, 0, wrote(alice, "one"), []string{"schedule +1s"}},
+		{0, 0, AttachEvent{Request: req}, []string{"request team/save FinalizeFailed", "schedule +1s"}},
+		{0, 0, wrote(alice, "two"), []string{"schedule +1s"}},
+		{0, 0, CloseEvent{}, []string{"schedule +1s"}},
+		{0, 0, wrote(alice, "three"), []string{"schedule +1s"}},
+		{0, 0, CloseEvent{}, []string{"schedule +1s"}},
+		{time.Second, 0, TickEvent{}, []string{"commit mirror/Bob:zero", "schedule +1h0m1s"}},
+		{time.Second, 0, committed(0), []string{"went through mirror", `commit mirror/Alice:one "hers"`, "schedule +1h0m1s"}},
+		{time.Second, 0, committed(1), []string{"went through mirror", "commit mirror/Alice:two,three", "schedule +1h0m1s"}},
+	})
+}
