@@ -7,7 +7,10 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// RefusalReason says why one object's write was refused.
+// RefusalReason says why one object's write was refused. The values are
+// api/v1alpha3's refusal reasons, which status, events and metrics carry as
+// they are: the planner imports nothing from Kubernetes, so it cannot name
+// the API's constants, and internal/metrics' tests pin every value to one.
 type RefusalReason string
 
 const (
