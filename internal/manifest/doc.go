@@ -48,9 +48,9 @@
 // marker stay byte-identical, and deleting a document removes only its
 // section.
 //
-// Inside the document the editor (splice.go) changes only the text of the
-// values that changed, the way a careful human would: a changed scalar is
-// rewritten where it stands, in its old quoting style, keeping the comment
+// Inside the document the editor (package yamledit) changes only the text
+// of the values that changed, the way a careful human would: a changed
+// scalar is rewritten where it stands, in its old quoting style, keeping the comment
 // after it; a removed key takes its own lines; a new key goes on a new line
 // after the key it follows in the desired object, indented like its
 // neighbours. Comments (above, beside and below values), key order, quoting,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 // RefusalReason says why one object's write was refused. The values are
@@ -61,7 +63,7 @@ func (ws *workspace) checkNewDocument(w write, body []byte, target string) (*yam
 	refuse := func(reason RefusalReason, format string, args ...any) (*yaml.Node, *document, *Refusal) {
 		return nil, nil, &Refusal{ID: w.id, Path: target, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 	}
-	if sections := splitSections(body); len(sections) != 1 || sections[0].marker != noMarker {
+	if sections := yamledit.Sections(body); len(sections) != 1 || sections[0].Marker != yamledit.NoMarker {
 		return refuse(RefusalInvalidDocument, "the YAML must be one document without '---' markers")
 	}
 	ws.parses++
@@ -102,7 +104,7 @@ type fileEdit struct {
 // body is the replaceable text of a section as it stands in the original.
 func (f *fileEdit) body(i int) []byte {
 	s := f.original.sections[i]
-	return f.original.content[s.body:s.end]
+	return f.original.content[s.Body:s.End]
 }
 
 func (f *fileEdit) remove(i int) {
@@ -165,12 +167,12 @@ func (f *fileEdit) renderParsed() ([]byte, *manifestFile) {
 			switch {
 			case f.removed[i]:
 			case !replaced:
-				at := out.Len() - s.start
-				written[span{at + s.body, at + s.end}] = f.original.docs[i]
-				out.Write(content[s.start:s.end])
+				at := out.Len() - s.Start
+				written[span{at + s.Body, at + s.End}] = f.original.docs[i]
+				out.Write(content[s.Start:s.End])
 			default:
-				out.Write(content[s.start:s.body])
-				if s.marker == markerWithContent {
+				out.Write(content[s.Start:s.Body])
+				if s.Marker == yamledit.MarkerWithContent {
 					out.WriteByte('\n') // the old body began on the marker line
 				}
 				written[span{out.Len(), out.Len() + len(body)}] = f.docs[i]
@@ -183,10 +185,10 @@ func (f *fileEdit) renderParsed() ([]byte, *manifestFile) {
 		written[span{at, at + len(doc)}] = f.appendedDocs[i]
 	}
 	content := out.Bytes()
-	sections := splitSections(content)
+	sections := yamledit.Sections(content)
 	file := &manifestFile{content: content, sections: sections, docs: make([]*document, len(sections))}
 	for i, s := range sections {
-		doc, known := written[span{s.body, s.end}]
+		doc, known := written[span{s.Body, s.End}]
 		if !known {
 			return content, nil
 		}

@@ -6,6 +6,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	kustomize "sigs.k8s.io/kustomize/api/types"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 // Edit-through: a live value that a kustomization's images: or replicas:
@@ -65,7 +67,7 @@ func (ws *workspace) editThrough(p string, old, desired *yaml.Node) (*yaml.Node,
 		ws.replicasThrough(k, parsed, old, adjusted)
 		ws.imagesThrough(k, parsed, old, adjusted)
 	}
-	if adjusted == nil || sameNodes(adjusted, desired) {
+	if adjusted == nil || yamledit.Same(adjusted, desired) {
 		return desired, false
 	}
 	return adjusted, true

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 // Index knows every file of one GitTarget subtree and every Kubernetes
@@ -39,7 +41,7 @@ type Index struct {
 // document each section holds (nil for none).
 type manifestFile struct {
 	content  []byte
-	sections []section
+	sections []yamledit.Section
 	docs     []*document
 }
 
@@ -122,7 +124,7 @@ func (ix *Index) Document(id ObjectID) ([]byte, bool) {
 	}
 	file := ix.manifests[loc.path]
 	s := file.sections[loc.section]
-	return file.content[s.body:s.end], true
+	return file.content[s.Body:s.End], true
 }
 
 // Add indexes the file at p with content, replacing what was known about p.
@@ -162,11 +164,11 @@ func (ix *Index) add(p string, content []byte, parsed *manifestFile) error {
 // file's other documents are still registered so duplicates are reported
 // together.
 func (ix *Index) addManifest(p string, content []byte) {
-	sections := splitSections(content)
+	sections := yamledit.Sections(content)
 	file := &manifestFile{content: content, sections: sections, docs: make([]*document, len(sections))}
 	for i, s := range sections {
 		ix.parses++
-		doc, err := parseSection(content[s.start:s.end])
+		doc, err := parseSection(content[s.Start:s.End])
 		if err != nil {
 			reason := ReasonInvalidYAML
 			if errors.Is(err, errNotAnObject) {

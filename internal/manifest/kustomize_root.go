@@ -10,6 +10,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	kustomize "sigs.k8s.io/kustomize/api/types"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 // PlacementSource says which step of the placement ladder chose a new
@@ -183,11 +185,11 @@ func editKustomization(content []byte, edit *resourceEdit) ([]byte, error) {
 	if err := setOverrides(&desired, edit); err != nil {
 		return nil, err
 	}
-	if sameNodes(top, &desired) {
+	if yamledit.Same(top, &desired) {
 		return content, nil
 	}
-	if edited, err := spliceDocument(content, top, nil, &desired); err == nil {
-		if check, err := decodeSection(edited); err == nil && check != nil && sameNodes(check, &desired) {
+	if edited, err := yamledit.Splice(content, top, nil, &desired); err == nil {
+		if check, err := decodeSection(edited); err == nil && check != nil && yamledit.Same(check, &desired) {
 			return edited, nil
 		}
 	}
@@ -225,7 +227,7 @@ func setOverrides(desired *yaml.Node, edit *resourceEdit) error {
 // it for something else (a tag like 1.28).
 func stringNode(value string) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}
-	if misreadable(n) {
+	if yamledit.Misreadable(n) {
 		n.Style = yaml.DoubleQuotedStyle
 	}
 	return n

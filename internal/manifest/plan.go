@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 // Op is one object write in a batch: an Upsert or a Delete.
@@ -280,7 +282,7 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 			top, desiredText = adjusted, nil
 		}
 	}
-	if equivalentYAML(oldTop, top) {
+	if yamledit.Equivalent(oldTop, top) {
 		return nil
 	}
 	if refusal := file.mixingRefusal(w, loc.section); refusal != nil {
@@ -327,7 +329,7 @@ func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body, desiredText
 	if oldTop == nil {
 		return body
 	}
-	edited, err := spliceDocument(old, oldTop, desiredText, top)
+	edited, err := yamledit.Splice(old, oldTop, desiredText, top)
 	if err != nil {
 		return body
 	}
@@ -336,7 +338,7 @@ func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body, desiredText
 	}
 	ws.parses++
 	editedTop, err := decodeSection(edited)
-	if err != nil || editedTop == nil || !sameNodes(editedTop, top) {
+	if err != nil || editedTop == nil || !yamledit.Same(editedTop, top) {
 		return body
 	}
 	return edited
