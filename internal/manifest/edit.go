@@ -67,7 +67,7 @@ func (ws *workspace) checkNewDocument(w write, body []byte, target string) (*yam
 		return refuse(RefusalInvalidDocument, "the YAML must be one document without '---' markers")
 	}
 	ws.parses++
-	top, err := decodeSection(body)
+	top, err := yamledit.Decode(body)
 	if err != nil {
 		return refuse(RefusalInvalidDocument, "%v", err)
 	}

@@ -67,9 +67,9 @@ func checkEdit(t *testing.T, original *manifestFile, k int, edited, desired []by
 			continue
 		}
 		require.Equal(t, string(original.content[o.Start:o.Body]), string(edited[s.Start:s.Body]), "the edited document's marker or comments changed")
-		got, err := decodeSection(edited[s.Start:s.End])
+		got, err := yamledit.Decode(edited[s.Start:s.End])
 		require.NoError(t, err, "the edited document does not parse:\n%s", edited)
-		want, err := decodeSection(desired)
+		want, err := yamledit.Decode(desired)
 		require.NoError(t, err)
 		require.True(t, yamledit.Same(got, want), "the edited document reads\n%s\nwant\n%s", edited[s.Body:s.End], desired)
 	}

@@ -62,7 +62,7 @@ func (ws *workspace) editThrough(p string, old, desired *yaml.Node) (*yaml.Node,
 			continue
 		}
 		if adjusted == nil {
-			adjusted = copyNode(desired)
+			adjusted = yamledit.CopyNode(desired)
 		}
 		ws.replicasThrough(k, parsed, old, adjusted)
 		ws.imagesThrough(k, parsed, old, adjusted)
@@ -83,7 +83,7 @@ func (ws *workspace) replicasThrough(k string, parsed *kustomize.Kustomization, 
 		if r.Name != name {
 			continue
 		}
-		spec := mappingValue(adjusted, "spec")
+		spec := yamledit.MappingValue(adjusted, "spec")
 		live := intAt(spec, "replicas")
 		if spec == nil || live == nil {
 			return
@@ -91,7 +91,7 @@ func (ws *workspace) replicasThrough(k string, parsed *kustomize.Kustomization, 
 		if *live != r.Count {
 			ws.resources.of(k).replicas[r.Name] = *live
 		}
-		setOrDelete(spec, "replicas", mappingValue(mappingValueOrEmpty(old, "spec"), "replicas"))
+		yamledit.SetOrDelete(spec, "replicas", yamledit.MappingValue(yamledit.Lookup(old, "spec"), "replicas"))
 		return
 	}
 }
@@ -103,7 +103,7 @@ func (ws *workspace) imagesThrough(k string, parsed *kustomize.Kustomization, ol
 		if !ok {
 			continue
 		}
-		source, live := mappingValue(o, "image"), mappingValue(d, "image")
+		source, live := yamledit.MappingValue(o, "image"), yamledit.MappingValue(d, "image")
 		if source == nil || live == nil || source.Kind != yaml.ScalarNode || live.Kind != yaml.ScalarNode {
 			continue
 		}
@@ -112,7 +112,7 @@ func (ws *workspace) imagesThrough(k string, parsed *kustomize.Kustomization, ol
 				continue
 			}
 			if ws.imageThrough(k, entry, source.Value, live.Value) {
-				setOrDelete(d, "image", source)
+				yamledit.SetOrDelete(d, "image", source)
 			}
 			break
 		}
@@ -142,20 +142,20 @@ func (ws *workspace) imageThrough(k string, entry kustomize.Image, source, live 
 // CronJob, keyed by list and name.
 func containers(top *yaml.Node) map[string]*yaml.Node {
 	found := map[string]*yaml.Node{}
-	specs := []*yaml.Node{mappingValueOrEmpty(top, "spec")}
-	specs = append(specs, nodeAt(top, "spec", "template", "spec"), nodeAt(top, "spec", "jobTemplate", "spec", "template", "spec"))
+	specs := []*yaml.Node{yamledit.Lookup(top, "spec")}
+	specs = append(specs, yamledit.Lookup(top, "spec", "template", "spec"), yamledit.Lookup(top, "spec", "jobTemplate", "spec", "template", "spec"))
 	for _, spec := range specs {
 		if spec == nil || spec.Kind != yaml.MappingNode {
 			continue
 		}
 		for _, list := range []string{"containers", "initContainers"} {
-			items := mappingValue(spec, list)
+			items := yamledit.MappingValue(spec, list)
 			if items == nil || items.Kind != yaml.SequenceNode {
 				continue
 			}
 			for _, c := range items.Content {
 				if c.Kind == yaml.MappingNode {
-					found[list+"/"+objectNameOf(c)] = c
+					found[list+"/"+yamledit.Name(c)] = c
 				}
 			}
 		}
@@ -224,44 +224,12 @@ func invertImage(entry kustomize.Image, source, live string) (kustomize.Image, b
 
 // --- small node helpers ---
 
-func copyNode(n *yaml.Node) *yaml.Node {
-	c := *n
-	c.Content = make([]*yaml.Node, len(n.Content))
-	for i, child := range n.Content {
-		c.Content[i] = copyNode(child)
-	}
-	return &c
-}
-
-func mappingValueOrEmpty(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	return mappingValue(m, key)
-}
-
-func nodeAt(n *yaml.Node, keys ...string) *yaml.Node {
-	for _, key := range keys {
-		if n = mappingValueOrEmpty(n, key); n == nil {
-			return nil
-		}
-	}
-	return n
-}
-
 func objectName(top *yaml.Node) string {
-	return objectNameOf(mappingValueOrEmpty(top, "metadata"))
-}
-
-func objectNameOf(m *yaml.Node) string {
-	if n := mappingValueOrEmpty(m, "name"); n != nil && n.Kind == yaml.ScalarNode {
-		return n.Value
-	}
-	return ""
+	return yamledit.Name(yamledit.Lookup(top, "metadata"))
 }
 
 func intAt(m *yaml.Node, key string) *int64 {
-	n := mappingValueOrEmpty(m, key)
+	n := yamledit.Lookup(m, key)
 	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 		return nil
 	}
@@ -270,17 +238,4 @@ func intAt(m *yaml.Node, key string) *int64 {
 		return nil
 	}
 	return &v
-}
-
-// setOrDelete sets key to value in m, or deletes key when value is nil.
-func setOrDelete(m *yaml.Node, key string, value *yaml.Node) {
-	i, found := indexOfKey(m, key)
-	switch {
-	case found && value == nil:
-		m.Content = append(m.Content[:i], m.Content[i+2:]...)
-	case found:
-		m.Content[i+1] = copyNode(value)
-	case value != nil:
-		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, copyNode(value))
-	}
 }

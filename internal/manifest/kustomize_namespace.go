@@ -6,6 +6,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	kustomize "sigs.k8s.io/kustomize/api/types"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 // A kustomization's namespace: is set on every namespaced object its build
@@ -146,9 +148,9 @@ func (ix *Index) objectsAt(loc location) []ObjectID {
 // withoutNamespace is a copy of a document's tree without
 // metadata.namespace.
 func withoutNamespace(top *yaml.Node) *yaml.Node {
-	bare := copyNode(top)
-	if meta := mappingValue(bare, "metadata"); meta != nil && meta.Kind == yaml.MappingNode {
-		setOrDelete(meta, "namespace", nil)
+	bare := yamledit.CopyNode(top)
+	if meta := yamledit.MappingValue(bare, "metadata"); meta != nil && meta.Kind == yaml.MappingNode {
+		yamledit.SetOrDelete(meta, "namespace", nil)
 	}
 	return bare
 }

@@ -137,7 +137,7 @@ func (ws *workspace) kustomizationChanges(deleted []string) ([]Change, error) {
 // file in place.
 func editKustomization(content []byte, edit *resourceEdit) ([]byte, error) {
 	add, remove := edit.add, edit.remove
-	top, err := decodeSection(content)
+	top, err := yamledit.Decode(content)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func editKustomization(content []byte, edit *resourceEdit) ([]byte, error) {
 	desired := *top
 	desired.Content = append([]*yaml.Node(nil), top.Content...)
 	list := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-	if i, found := indexOfKey(top, "resources"); found {
+	if i, found := yamledit.IndexOfKey(top, "resources"); found {
 		old := top.Content[i+1]
 		if old.Kind != yaml.SequenceNode {
 			return nil, constError("resources is not a list")
@@ -176,7 +176,7 @@ func editKustomization(content []byte, edit *resourceEdit) ([]byte, error) {
 	for _, entry := range add {
 		if !listed[entry] {
 			listed[entry] = true
-			list.Content = append(list.Content, stringNode(entry))
+			list.Content = append(list.Content, yamledit.StringNode(entry))
 		}
 	}
 	if len(list.Content) == 0 && len(add) == 0 {
@@ -189,7 +189,7 @@ func editKustomization(content []byte, edit *resourceEdit) ([]byte, error) {
 		return content, nil
 	}
 	if edited, err := yamledit.Splice(content, top, nil, &desired); err == nil {
-		if check, err := decodeSection(edited); err == nil && check != nil && yamledit.Same(check, &desired) {
+		if check, err := yamledit.Decode(edited); err == nil && check != nil && yamledit.Same(check, &desired) {
 			return edited, nil
 		}
 	}
@@ -200,44 +200,25 @@ func editKustomization(content []byte, edit *resourceEdit) ([]byte, error) {
 // images: entries of desired, a copy of the kustomization's tree.
 func setOverrides(desired *yaml.Node, edit *resourceEdit) error {
 	for _, field := range []string{"replicas", "images"} {
-		i, found := indexOfKey(desired, field)
+		i, found := yamledit.IndexOfKey(desired, field)
 		if !found {
 			continue
 		}
-		list := copyNode(desired.Content[i+1])
+		list := yamledit.CopyNode(desired.Content[i+1])
 		desired.Content[i+1] = list
 		for _, item := range list.Content {
-			name := objectNameOf(item)
+			name := yamledit.Name(item)
 			if count, ok := edit.replicas[name]; ok && field == "replicas" {
-				setOrDelete(item, "count", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(count, 10)})
+				yamledit.SetOrDelete(item, "count", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(count, 10)})
 			}
 			if image, ok := edit.images[name]; ok && field == "images" {
 				for key, value := range map[string]string{"newName": image.NewName, "newTag": image.NewTag, "digest": image.Digest} {
-					if _, declared := indexOfKey(item, key); declared {
-						setOrDelete(item, key, stringNode(value))
+					if _, declared := yamledit.IndexOfKey(item, key); declared {
+						yamledit.SetOrDelete(item, key, yamledit.StringNode(value))
 					}
 				}
 			}
 		}
 	}
 	return nil
-}
-
-// stringNode is a string scalar, quoted when a YAML 1.1 reader could take
-// it for something else (a tag like 1.28).
-func stringNode(value string) *yaml.Node {
-	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}
-	if yamledit.Misreadable(n) {
-		n.Style = yaml.DoubleQuotedStyle
-	}
-	return n
-}
-
-func indexOfKey(m *yaml.Node, key string) (int, bool) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return i, true
-		}
-	}
-	return 0, false
 }

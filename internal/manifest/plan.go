@@ -275,7 +275,7 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 		top, desiredText = withoutNamespace(top), nil
 	}
 	ws.parses++
-	oldTop, _ := decodeSection(old) // the index parsed it once: it is valid
+	oldTop, _ := yamledit.Decode(old) // the index parsed it once: it is valid
 	if oldTop != nil {
 		if adjusted, through := ws.editThrough(loc.path, oldTop, top); through {
 			// The desired bytes no longer say what the file must read.
@@ -337,7 +337,7 @@ func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body, desiredText
 		return body
 	}
 	ws.parses++
-	editedTop, err := decodeSection(edited)
+	editedTop, err := yamledit.Decode(edited)
 	if err != nil || editedTop == nil || !yamledit.Same(editedTop, top) {
 		return body
 	}
