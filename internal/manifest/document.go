@@ -97,3 +97,13 @@ func parseSection(text []byte) (*document, error) {
 	}
 	return objectOf(top)
 }
+
+// withoutNamespace is a copy of a document's tree without
+// metadata.namespace.
+func withoutNamespace(top *yaml.Node) *yaml.Node {
+	bare := yamledit.CopyNode(top)
+	if meta := yamledit.MappingValue(bare, "metadata"); meta != nil && meta.Kind == yaml.MappingNode {
+		yamledit.SetOrDelete(meta, "namespace", nil)
+	}
+	return bare
+}

@@ -1,12 +1,15 @@
 package manifest
 
 import (
+	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 	kustomize "sigs.k8s.io/kustomize/api/types"
 
+	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
@@ -23,7 +26,7 @@ var replicaKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Rep
 func (ws *workspace) governing(p string) []string {
 	var found []string
 	for k := range ws.ix.kustomizations {
-		entry, below := resourceEntry(k, p)
+		entry, below := kustomization.ResourceEntry(k, p)
 		if !below {
 			continue
 		}
@@ -45,7 +48,7 @@ func (ws *workspace) governing(p string) []string {
 // nil when it cannot be read (the gate has refused it then).
 func (ws *workspace) kustomization(p string) *kustomize.Kustomization {
 	if k, ok := ws.ix.kustomizations[p]; ok {
-		return k.parsed
+		return k.Parsed
 	}
 	return nil
 }
@@ -89,7 +92,7 @@ func (ws *workspace) replicasThrough(k string, parsed *kustomize.Kustomization, 
 			return
 		}
 		if *live != r.Count {
-			ws.resources.of(k).replicas[r.Name] = *live
+			ws.resources.Of(k).Replicas[r.Name] = *live
 		}
 		yamledit.SetOrDelete(spec, "replicas", yamledit.MappingValue(yamledit.Lookup(old, "spec"), "replicas"))
 		return
@@ -108,7 +111,7 @@ func (ws *workspace) imagesThrough(k string, parsed *kustomize.Kustomization, ol
 			continue
 		}
 		for _, entry := range parsed.Images {
-			if entry.Name != imageName(source.Value) {
+			if entry.Name != kustomization.ImageName(source.Value) {
 				continue
 			}
 			if ws.imageThrough(k, entry, source.Value, live.Value) {
@@ -124,14 +127,14 @@ func (ws *workspace) imagesThrough(k string, parsed *kustomize.Kustomization, ol
 // cannot be expressed, or another container of the commit already asked the
 // entry for something else.
 func (ws *workspace) imageThrough(k string, entry kustomize.Image, source, live string) bool {
-	edits := ws.resources.of(k).images
+	edits := ws.resources.Of(k).Images
 	if earlier, edited := edits[entry.Name]; edited {
-		return applyImage(earlier, source) == live
+		return kustomization.ApplyImage(earlier, source) == live
 	}
-	if applyImage(entry, source) == live {
+	if kustomization.ApplyImage(entry, source) == live {
 		return true
 	}
-	inverted, ok := invertImage(entry, source, live)
+	inverted, ok := kustomization.InvertImage(entry, source, live)
 	if ok {
 		edits[entry.Name] = inverted
 	}
@@ -163,63 +166,29 @@ func containers(top *yaml.Node) map[string]*yaml.Node {
 	return found
 }
 
-// imageName is an image reference without its tag or digest.
-func imageName(image string) string {
-	name, _, _ := strings.Cut(image, "@")
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		name = name[:i]
+// kustomizationChanges edits the resources: lists of the kustomizations the
+// plan placed files beside or deleted files under, keeping every comment
+// and the rest of the file as it is.
+func (ws *workspace) kustomizationChanges(deleted []string) ([]Change, error) {
+	for _, file := range deleted {
+		for p := range ws.ix.kustomizations {
+			if entry, below := kustomization.ResourceEntry(p, file); below {
+				ws.resources.Of(p).Remove = append(ws.resources.Of(p).Remove, entry)
+			}
+		}
 	}
-	return name
-}
-
-// imageParts splits an image into name, tag and digest.
-func imageParts(image string) (name, tag, digest string) {
-	rest, digest, _ := strings.Cut(image, "@")
-	name = imageName(rest)
-	tag = strings.TrimPrefix(rest[len(name):], ":")
-	return name, tag, digest
-}
-
-// applyImage is what kustomize renders for source under entry.
-func applyImage(entry kustomize.Image, source string) string {
-	name, tag, digest := imageParts(source)
-	if entry.NewName != "" {
-		name = entry.NewName
+	var changes []Change
+	for p, edit := range ws.resources {
+		content := ws.ix.others[p]
+		edited, err := kustomization.EditFile(content, edit)
+		if err != nil {
+			return nil, fmt.Errorf("edit the resources of %s: %w", p, err)
+		}
+		if !bytes.Equal(edited, content) {
+			changes = append(changes, Change{Path: p, Content: edited})
+		}
 	}
-	switch {
-	case entry.Digest != "":
-		return name + "@" + entry.Digest
-	case entry.NewTag != "":
-		return name + ":" + entry.NewTag
-	case digest != "":
-		return name + "@" + digest
-	case tag != "":
-		return name + ":" + tag
-	}
-	return name
-}
-
-// invertImage changes only the fields entry declares so that it renders
-// live from source; ok is false when that cannot be done.
-func invertImage(entry kustomize.Image, source, live string) (kustomize.Image, bool) {
-	if entry.TagSuffix != "" {
-		return kustomize.Image{}, false
-	}
-	name, tag, digest := imageParts(live)
-	inverted := entry
-	if entry.NewName != "" {
-		inverted.NewName = name
-	}
-	switch {
-	case digest != "" && entry.Digest != "":
-		inverted.Digest = digest
-	case digest == "" && tag != "" && entry.NewTag != "" && entry.Digest == "":
-		inverted.NewTag = tag
-	}
-	if applyImage(inverted, source) != live {
-		return kustomize.Image{}, false
-	}
-	return inverted, true
+	return changes, nil
 }
 
 // --- small node helpers ---

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
@@ -24,8 +25,8 @@ type Index struct {
 	others map[string][]byte
 	// kustomizations are the paths in others kustomize reads as its build
 	// file, so that the planner need not scan every file for them.
-	kustomizations map[string]*kustomizationFile
-	// namespaces caches buildNamespaces of kustomizations; nil when they
+	kustomizations map[string]*kustomization.File
+	// namespaces caches kustomization.BuildNamespaces of kustomizations; nil when they
 	// changed since.
 	namespaces map[string]string
 	// byID finds documents by identity; more than one location is a
@@ -65,7 +66,7 @@ func NewIndex(root string, files map[string][]byte) (*Index, error) {
 		manifests:      make(map[string]*manifestFile),
 		others:         make(map[string][]byte),
 		byID:           make(map[identityKey][]location),
-		kustomizations: make(map[string]*kustomizationFile),
+		kustomizations: make(map[string]*kustomization.File),
 		problems:       make(map[string][]Problem),
 	}
 	paths := make([]string, 0, len(files))
@@ -148,9 +149,9 @@ func (ix *Index) add(p string, content []byte, parsed *manifestFile) error {
 		ix.addManifest(p, content)
 	case classAuxiliary:
 		ix.others[p] = content
-		if isKustomizationPath(p) {
+		if kustomization.IsPath(p) {
 			ix.parses++
-			ix.kustomizations[p] = readKustomization(content)
+			ix.kustomizations[p] = kustomization.Read(content)
 			ix.namespaces = nil
 		}
 	default:
@@ -291,4 +292,23 @@ func (ix *Index) locate(id ObjectID) []location {
 		}
 	}
 	return built
+}
+
+// buildNamespace is the namespace a build gives a document at p that names
+// none, "" when no kustomization sets one. It is computed for the whole
+// subtree once per set of kustomizations.
+func (ix *Index) buildNamespace(p string) string {
+	if ix.namespaces == nil {
+		ix.namespaces = kustomization.BuildNamespaces(ix.kustomizations)
+	}
+	return ix.namespaces[p]
+}
+
+// objectsAt lists the objects the document at loc is (answersTo).
+func (ix *Index) objectsAt(loc location) []ObjectID {
+	written := ix.manifests[loc.path].docs[loc.section].id
+	if written.Namespace != "" {
+		return []ObjectID{written}
+	}
+	return answersTo(written, ix.buildNamespace(loc.path))
 }

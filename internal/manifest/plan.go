@@ -10,6 +10,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
@@ -112,7 +113,7 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 	if err := ix.Check(); err != nil {
 		return Result{}, err // it names the root and every refused file; a wrap would repeat the root
 	}
-	ws := &workspace{ix: ix, placement: p.Placement, files: make(map[string]*fileEdit), resources: resourceEdits{}}
+	ws := &workspace{ix: ix, placement: p.Placement, files: make(map[string]*fileEdit), resources: kustomization.Edits{}}
 	var refusals []Refusal
 	for _, w := range lastWriteWins(ops) {
 		if refusal := ws.apply(w); refusal != nil {
@@ -186,7 +187,7 @@ type workspace struct {
 	objects   []ObjectChange
 	parses    int // YAML documents decoded, for benchmarks
 	// resources are the kustomizations' resources: entries to add and remove.
-	resources resourceEdits
+	resources kustomization.Edits
 	// root is the kustomization new files go beside, once looked up.
 	root *kustomizationStep
 }
@@ -384,8 +385,8 @@ func (ws *workspace) place(w write) *Refusal {
 	ws.record(w, target, ActionCreate)
 	ws.objects[len(ws.objects)-1].Placement = source
 	if source == PlacementKustomization {
-		entry, _ := resourceEntry(ws.root.path, target)
-		ws.resources.of(ws.root.path).add = append(ws.resources.of(ws.root.path).add, entry)
+		entry, _ := kustomization.ResourceEntry(ws.root.path, target)
+		ws.resources.Of(ws.root.path).Add = append(ws.resources.Of(ws.root.path).Add, entry)
 	}
 	return nil
 }
@@ -438,9 +439,9 @@ func (ws *workspace) kustomizationRoot() *kustomizationStep {
 		ws.root = &kustomizationStep{}
 		if p, ok := ws.ix.kustomizationRoot(); ok {
 			ws.parses++
-			probe := newResourceEdit()
-			probe.add = []string{"probe.yaml"}
-			_, err := editKustomization(ws.ix.others[p], probe)
+			probe := kustomization.NewEdit()
+			probe.Add = []string{"probe.yaml"}
+			_, err := kustomization.EditFile(ws.ix.others[p], probe)
 			ws.root = &kustomizationStep{path: p, usable: err == nil}
 		}
 	}
