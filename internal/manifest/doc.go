@@ -7,6 +7,12 @@
 // package-level state; the branch worker reads files, calls it, and writes
 // what it returns.
 //
+// Two packages below it do the text work, imported one way
+// (manifest → kustomization → yamledit): yamledit is the YAML text editor
+// (a file's documents, in-place edits, content equivalence) and
+// kustomization the kustomize model (kustomizations read and edited, their
+// builds and namespaces, the image transformer).
+//
 // The pieces, in the order a worker uses them:
 //
 //   - Index: every .yaml/.yml document under the subtree, keyed by object
@@ -67,7 +73,8 @@
 //
 // A value a kustomization's images: or replicas: entry produces (the
 // kustomization lists the file) is written back to the entry instead, only
-// in the fields it declares, and the source keeps its value (editthrough.go);
+// in the fields it declares, and the source keeps its value
+// (workspace_kustomization.go);
 // what the entry cannot express patches the source as usual.
 //
 // A document whose bytes differ from the new ones but whose YAML content is

@@ -312,3 +312,17 @@ func (ix *Index) objectsAt(loc location) []ObjectID {
 	}
 	return answersTo(written, ix.buildNamespace(loc.path))
 }
+
+// kustomizationRoot is the subtree's one kustomize root: the only
+// kustomization no other kustomization in the subtree reads as a directory
+// resource (a top-level kustomization listing apps/ and infra/, each with
+// their own, is the one root). None, or more than one, is not a root to
+// place by: the ladder declines to the canonical path. The canonical tree is
+// one a resources: graph cannot reach, so the root must take the file.
+func (ix *Index) kustomizationRoot() (root string, ok bool) {
+	roots := kustomization.BuildRoots(ix.kustomizations)
+	if len(roots) != 1 {
+		return "", false
+	}
+	return roots[0], true
+}

@@ -4,88 +4,8 @@ import (
 	"bytes"
 	"fmt"
 
-	yaml "go.yaml.in/yaml/v3"
-
 	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
-
-// RefusalReason says why one object's write was refused. The values are
-// api/v1alpha3's refusal reasons, which status, events and metrics carry as
-// they are: the planner imports nothing from Kubernetes, so it cannot name
-// the API's constants, and internal/metrics' tests pin every value to one.
-type RefusalReason string
-
-const (
-	// RefusalIncompleteIdentity: a new object lacks what its path needs
-	// (resource, name) or a part is not a plain path segment.
-	RefusalIncompleteIdentity RefusalReason = "IncompleteIdentity"
-	// RefusalInvalidDocument: the YAML is not exactly one Kubernetes object
-	// document naming the object it was upserted as.
-	RefusalInvalidDocument RefusalReason = "InvalidDocument"
-	// RefusalNotEncrypted: a sensitive object's YAML is not a SOPS document.
-	RefusalNotEncrypted RefusalReason = "NotEncrypted"
-	// RefusalSensitiveShared: a sensitive object would be appended to an
-	// existing file or share a file with another document.
-	RefusalSensitiveShared RefusalReason = "SensitiveShared"
-	// RefusalPlaintextBesideEncrypted: a plaintext object would share a file
-	// with an encrypted document.
-	RefusalPlaintextBesideEncrypted RefusalReason = "PlaintextBesideEncrypted"
-	// RefusalAuxiliaryPath: the new object's path is an auxiliary file
-	// (a ConfigMap named "kustomization", for example).
-	RefusalAuxiliaryPath RefusalReason = "AuxiliaryPath"
-	// RefusalInvalidPlacement: the declared placement template (spec.placement)
-	// is malformed or renders a path the operator will not write (outside
-	// the root, a dot segment, not a .yaml/.yml file, a plaintext object in
-	// a .sops.yaml file). The object is not written anywhere else.
-	RefusalInvalidPlacement RefusalReason = "InvalidPlacement"
-)
-
-// Refusal is one object the planner would not write safely. The object is
-// left as it is in Git; the rest of the batch is planned.
-type Refusal struct {
-	ID     ObjectID
-	Path   string // where it would have gone, when known
-	Reason RefusalReason
-	Detail string
-}
-
-func (r Refusal) Error() string {
-	where := ""
-	if r.Path != "" {
-		where = " at " + r.Path
-	}
-	return fmt.Sprintf("refused to write %s%s: %s: %s", r.ID, where, r.Reason, r.Detail)
-}
-
-// checkNewDocument validates an upsert's YAML: one document, a Kubernetes
-// object, the object the upsert names, and encrypted when sensitive.
-func (ws *workspace) checkNewDocument(w write, body []byte, target string) (*yaml.Node, *document, *Refusal) {
-	refuse := func(reason RefusalReason, format string, args ...any) (*yaml.Node, *document, *Refusal) {
-		return nil, nil, &Refusal{ID: w.id, Path: target, Reason: reason, Detail: fmt.Sprintf(format, args...)}
-	}
-	if sections := yamledit.Sections(body); len(sections) != 1 || sections[0].Marker != yamledit.NoMarker {
-		return refuse(RefusalInvalidDocument, "the YAML must be one document without '---' markers")
-	}
-	ws.parses++
-	top, err := yamledit.Decode(body)
-	if err != nil {
-		return refuse(RefusalInvalidDocument, "%v", err)
-	}
-	if top == nil {
-		return refuse(RefusalInvalidDocument, "the YAML is empty")
-	}
-	doc, err := objectOf(top)
-	if err != nil {
-		return refuse(RefusalInvalidDocument, "%v", err)
-	}
-	if !doc.id.SameObject(w.id) {
-		return refuse(RefusalInvalidDocument, "the YAML describes %s", doc.id)
-	}
-	if w.sensitive && !doc.encrypted {
-		return refuse(RefusalNotEncrypted, "a sensitive object must arrive SOPS-encrypted")
-	}
-	return top, doc, nil
-}
 
 // noSection stands for "no existing section" in mixingRefusal.
 const noSection = -1

@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,62 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
+
+// The workspace's kustomize steps: the placement ladder's kustomization
+// step, edit-through, and the resources: entries a plan adds and removes.
+// The kustomization package reads and edits the files; these decide, per
+// plan, which kustomization and which entry.
+
+// kustomizationStep is the second step of the placement ladder for one plan.
+type kustomizationStep struct {
+	path   string
+	usable bool // the one kustomization exists and its resources: can be edited
+}
+
+// kustomizationRoot looks up, once per plan, the kustomization new files go
+// beside: usable only when it is the subtree's only one and its resources:
+// list can be edited in place.
+func (ws *workspace) kustomizationRoot() *kustomizationStep {
+	if ws.root == nil {
+		ws.root = &kustomizationStep{}
+		if p, ok := ws.ix.kustomizationRoot(); ok {
+			ws.parses++
+			probe := kustomization.NewEdit()
+			probe.Add = []string{"probe.yaml"}
+			_, err := kustomization.EditFile(ws.ix.others[p], probe)
+			ws.root = &kustomizationStep{path: p, usable: err == nil}
+		}
+	}
+	return ws.root
+}
+
+// rootBuilds reports whether a file beside the kustomization root would
+// build into the object w writes: not when the root sets a namespace other
+// than the object's, which a build would move it into.
+func (ws *workspace) rootBuilds(w write) bool {
+	namespace := ws.rootNamespace()
+	return w.id.Namespace == "" || namespace == "" || namespace == w.id.Namespace
+}
+
+// rootSetsNamespace reports whether the new object w writes, beside the
+// kustomization root, is still that object with its namespace left out.
+func (ws *workspace) rootSetsNamespace(w write) bool {
+	if w.sensitive || w.id.Namespace == "" {
+		return false
+	}
+	bare := w.id
+	bare.Namespace = ""
+	return slices.ContainsFunc(answersTo(bare, ws.rootNamespace()), w.id.SameObject)
+}
+
+// rootNamespace is the namespace: of the kustomization root ("" for none):
+// no other kustomization reads it, so its own is what the build sets.
+func (ws *workspace) rootNamespace() string {
+	if k := ws.kustomization(ws.kustomizationRoot().path); k != nil {
+		return k.Namespace
+	}
+	return ""
+}
 
 // Edit-through: a live value that a kustomization's images: or replicas:
 // entry produces is written back to that entry, and the source manifest
@@ -165,6 +222,8 @@ func containers(top *yaml.Node) map[string]*yaml.Node {
 	}
 	return found
 }
+
+// --- resources: entries ---
 
 // kustomizationChanges edits the resources: lists of the kustomizations the
 // plan placed files beside or deleted files under, keeping every comment
