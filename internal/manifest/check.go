@@ -20,6 +20,14 @@ const (
 	// ReasonDuplicateIdentity: two documents name the same object (group,
 	// kind, namespace, name), so an edit would have to pick one.
 	ReasonDuplicateIdentity ProblemReason = "DuplicateIdentity"
+	// ReasonUnsupportedKustomization: a kustomization file in the subtree
+	// uses a feature that makes the objects a build renders differ from the
+	// documents in Git (generators, inline or JSON 6902 patches, components,
+	// Helm charts, replacements, transformers, a name prefix or suffix,
+	// remote bases), has malformed images: or replicas: entries, or cannot
+	// be read as a kustomization at all. Editing a document would then not
+	// change what is deployed the way the cluster's object changed.
+	ReasonUnsupportedKustomization ProblemReason = "UnsupportedKustomization"
 )
 
 // Problem is one reason the subtree is refused.
@@ -124,15 +132,6 @@ func duplicateIdentities(ix *Index) []Problem {
 	}
 	return problems
 }
-
-// ReasonUnsupportedKustomization: a kustomization file in the subtree uses a
-// feature that makes the objects a build renders differ from the documents
-// in Git (generators, inline or JSON 6902 patches, components, Helm
-// charts, replacements, transformers, a name prefix or suffix, remote
-// bases), has malformed images: or replicas: entries, or cannot be read as
-// a kustomization at all. Editing a document would then not change what is
-// deployed the way the cluster's object changed.
-const ReasonUnsupportedKustomization ProblemReason = "UnsupportedKustomization"
 
 // kustomizationProblems reads every kustomization in the subtree with the
 // kustomize API types and reports each feature the operator cannot manage.

@@ -16,18 +16,23 @@ import (
 // adds (files it places beside it) and removes (files it deletes).
 type Edits map[string]*Edit
 
+// Edit is what one plan changes in one kustomization.
 type Edit struct {
+	// Add and Remove are resources: entries.
 	Add, Remove []string
-	// replicas and images are edit-through: new counts, and new values of
+	// Replicas and Images are edit-through: new counts, and new values of
 	// the fields an images: entry declares, by entry name.
 	Replicas map[string]int64
 	Images   map[string]kustomize.Image
 }
 
+// NewEdit is an Edit that changes nothing yet.
 func NewEdit() *Edit {
 	return &Edit{Replicas: map[string]int64{}, Images: map[string]kustomize.Image{}}
 }
 
+// Of is the Edit of the kustomization at path kustomization, made on first
+// use.
 func (r Edits) Of(kustomization string) *Edit {
 	edit, ok := r[kustomization]
 	if !ok {
