@@ -135,7 +135,10 @@ const (
 )
 
 // Refusal reasons (GitTarget ObjectsWritten): why an object the rules
-// select is not written. EncryptionRequired is one too.
+// select is not written. EncryptionRequired is one too. The planner
+// (manifest.RefusalReason) and the branch worker report these words in
+// types of their own, since they cannot import this package; the API owns
+// the words and internal/metrics' tests pin every value they declare.
 const (
 	// ReasonAuxiliaryPath: spec.placement names a file the operator keeps
 	// out of its hands (kustomization.yaml, README.md) outright. An object
@@ -160,8 +163,7 @@ const (
 	// encryption and was not written in plaintext.
 	ReasonNotEncrypted = "NotEncrypted"
 	// ReasonEncryptionFailed: the target's encryptor failed on a sensitive
-	// object, which was not written in plaintext (the same string as
-	// branch.RefusalEncryptionFailed).
+	// object, which was not written in plaintext.
 	ReasonEncryptionFailed = "EncryptionFailed"
 	// ReasonMarshalFailed: the object cannot be rendered as YAML.
 	ReasonMarshalFailed = "MarshalFailed"
@@ -214,7 +216,9 @@ const (
 	ReasonSigningUnsupported = "SigningUnsupported"
 )
 
-// CommitRequest reasons, carried on Ready.
+// CommitRequest reasons, carried on Ready. The branch worker reports
+// Committed through FinalizeFailed as branch.RequestReason, pinned to these
+// by internal/metrics' tests.
 const (
 	// ReasonCommitted: the window was committed and pushed.
 	ReasonCommitted = "Committed"

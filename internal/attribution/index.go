@@ -18,9 +18,11 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/facts"
 )
 
-// Defaults for the zero fields of an Index.
+// Defaults for the zero fields of an Index. DefaultTTL is also the
+// operator's --author-attribution-fact-ttl default (and the chart's
+// attribution.factTTL), the one fact TTL the transports retain facts for.
 const (
-	DefaultTTL          = 5 * time.Minute
+	DefaultTTL          = 10 * time.Minute
 	DefaultMaxPerStream = 50_000
 	DefaultMaxTotal     = 200_000
 )

@@ -10,8 +10,9 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/facts"
 )
 
-// DefaultGrace is how long a watch event waits for its fact by default
-// (--author-attribution-grace).
+// DefaultGrace is how long a watch event waits for its fact by default,
+// also the default of --author-attribution-grace (the chart's
+// attribution.grace).
 const DefaultGrace = 3 * time.Second
 
 // DefaultSettle is how long after its receipt an event takes a confirmed

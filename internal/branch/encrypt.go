@@ -3,7 +3,7 @@ package branch
 import "github.com/configbutler/gitops-reverser/internal/manifest"
 
 // RefusalEncryptionFailed: the target's encryptor could not encrypt a
-// sensitive object, so it is not written.
+// sensitive object, so it is not written (v1alpha3.ReasonEncryptionFailed).
 const RefusalEncryptionFailed manifest.RefusalReason = "EncryptionFailed"
 
 // sealed returns the YAML to plan for an upsert: a sensitive object's is

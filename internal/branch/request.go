@@ -27,7 +27,9 @@ type Request struct {
 }
 
 // RequestReason is how a request ended; the CommitRequest's Ready reason
-// carries the same word.
+// carries the same word, api/v1alpha3's (this package cannot import the
+// API, which brings controller-runtime; internal/metrics' tests pin every
+// value to an API reason).
 type RequestReason string
 
 const (

@@ -12,8 +12,8 @@ import (
 // Refusal is one object the operator does not write, and why.
 type Refusal struct {
 	Object manifest.ObjectID
-	// Reason is the mirror's or the planner's refusal reason
-	// (EncryptionRequired, AuxiliaryPath, ...).
+	// Reason is the mirror's or the planner's refusal reason, one of
+	// api/v1alpha3's (EncryptionRequired, AuxiliaryPath, ...).
 	Reason string
 	// Detail says what in particular, when the planner knows.
 	Detail string

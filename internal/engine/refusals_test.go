@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/rules"
@@ -44,8 +45,8 @@ func TestARefusalLastsUntilTheObjectIsWrittenDeletedOrGone(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := refusalSet{}
-			require.True(t, s.refuse(Refusal{Object: secret, Reason: "EncryptionRequired"}, tt.byPlanner))
-			require.False(t, s.refuse(Refusal{Object: secret, Reason: "EncryptionRequired"}, tt.byPlanner), "the same refusal again is not new")
+			require.True(t, s.refuse(Refusal{Object: secret, Reason: v1alpha3.ReasonEncryptionRequired}, tt.byPlanner))
+			require.False(t, s.refuse(Refusal{Object: secret, Reason: v1alpha3.ReasonEncryptionRequired}, tt.byPlanner), "the same refusal again is not new")
 			require.Equal(t, tt.lifted, tt.lift(s))
 			require.Equal(t, tt.lifted, len(s.list()) == 0)
 		})
@@ -54,11 +55,11 @@ func TestARefusalLastsUntilTheObjectIsWrittenDeletedOrGone(t *testing.T) {
 
 func TestRefusalsAreAnnouncedOnceAndListedByReason(t *testing.T) {
 	s := refusalSet{}
-	s.refuse(Refusal{Object: secret, Reason: "EncryptionRequired"}, false)
-	s.refuse(Refusal{Object: kustCM, Reason: "AuxiliaryPath", Detail: "reserved"}, true)
-	require.Equal(t, []Refusal{{Object: kustCM, Reason: "AuxiliaryPath", Detail: "reserved"}, {Object: secret, Reason: "EncryptionRequired"}}, s.unannounced())
+	s.refuse(Refusal{Object: secret, Reason: v1alpha3.ReasonEncryptionRequired}, false)
+	s.refuse(Refusal{Object: kustCM, Reason: v1alpha3.ReasonAuxiliaryPath, Detail: "reserved"}, true)
+	require.Equal(t, []Refusal{{Object: kustCM, Reason: v1alpha3.ReasonAuxiliaryPath, Detail: "reserved"}, {Object: secret, Reason: v1alpha3.ReasonEncryptionRequired}}, s.unannounced())
 	require.Empty(t, s.unannounced(), "announced once")
-	s.refuse(Refusal{Object: kustCM, Reason: "AuxiliaryPath", Detail: "reserved"}, true)
+	s.refuse(Refusal{Object: kustCM, Reason: v1alpha3.ReasonAuxiliaryPath, Detail: "reserved"}, true)
 	require.Empty(t, s.unannounced(), "refused again for the same reason: no new announcement")
 	require.Len(t, s.list(), 2)
 }

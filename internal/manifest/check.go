@@ -20,6 +20,14 @@ const (
 	// ReasonDuplicateIdentity: two documents name the same object (group,
 	// kind, namespace, name), so an edit would have to pick one.
 	ReasonDuplicateIdentity ProblemReason = "DuplicateIdentity"
+	// ReasonUnsupportedKustomization: a kustomization file in the subtree
+	// uses a feature that makes the objects a build renders differ from the
+	// documents in Git (generators, inline or JSON 6902 patches, components,
+	// Helm charts, replacements, transformers, a name prefix or suffix,
+	// remote bases), has malformed images: or replicas: entries, or cannot
+	// be read as a kustomization at all. Editing a document would then not
+	// change what is deployed the way the cluster's object changed.
+	ReasonUnsupportedKustomization ProblemReason = "UnsupportedKustomization"
 )
 
 // Problem is one reason the subtree is refused.
@@ -120,6 +128,21 @@ func duplicateIdentities(ix *Index) []Problem {
 		detail := fmt.Sprintf("%s is defined %d times (%s)", id, len(locations), strings.Join(paths, ", "))
 		for _, p := range paths {
 			problems = append(problems, Problem{Path: p, Reason: ReasonDuplicateIdentity, Detail: detail})
+		}
+	}
+	return problems
+}
+
+// kustomizationProblems reads every kustomization in the subtree with the
+// kustomize API types and reports each feature the operator cannot manage.
+// A strategic-merge patch read from a file (patches: - path: x.yaml, or
+// patchesStrategicMerge: - x.yaml) is tolerated as read-only context, and
+// so is a base outside the subtree (../../base): both are only read.
+func kustomizationProblems(ix *Index) []Problem {
+	var problems []Problem
+	for p, k := range ix.kustomizations {
+		for _, feature := range k.Features {
+			problems = append(problems, Problem{Path: p, Reason: ReasonUnsupportedKustomization, Detail: feature})
 		}
 	}
 	return problems

@@ -7,6 +7,12 @@
 // package-level state; the branch worker reads files, calls it, and writes
 // what it returns.
 //
+// Two packages below it do the text work, imported one way
+// (manifest → kustomization → yamledit): yamledit is the YAML text editor
+// (a file's documents, in-place edits, content equivalence) and
+// kustomization the kustomize model (kustomizations read and edited, their
+// builds and namespaces, the image transformer).
+//
 // The pieces, in the order a worker uses them:
 //
 //   - Index: every .yaml/.yml document under the subtree, keyed by object
@@ -48,9 +54,9 @@
 // marker stay byte-identical, and deleting a document removes only its
 // section.
 //
-// Inside the document the editor (splice.go) changes only the text of the
-// values that changed, the way a careful human would: a changed scalar is
-// rewritten where it stands, in its old quoting style, keeping the comment
+// Inside the document the editor (package yamledit) changes only the text
+// of the values that changed, the way a careful human would: a changed
+// scalar is rewritten where it stands, in its old quoting style, keeping the comment
 // after it; a removed key takes its own lines; a new key goes on a new line
 // after the key it follows in the desired object, indented like its
 // neighbours. Comments (above, beside and below values), key order, quoting,
@@ -67,7 +73,8 @@
 //
 // A value a kustomization's images: or replicas: entry produces (the
 // kustomization lists the file) is written back to the entry instead, only
-// in the fields it declares, and the source keeps its value (editthrough.go);
+// in the fields it declares, and the source keeps its value
+// (workspace_kustomization.go);
 // what the entry cannot express patches the source as usual.
 //
 // A document whose bytes differ from the new ones but whose YAML content is

@@ -1,12 +1,11 @@
 package manifest
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 // document is what the index knows about one Kubernetes object in a file.
@@ -27,33 +26,6 @@ func (e constError) Error() string { return string(e) }
 // Kubernetes object", as opposed to invalid YAML.
 const errNotAnObject constError = "not a Kubernetes object"
 
-// decodeSection parses one section's bytes. It returns a nil node for a
-// section without a document (empty, comments only, or a bare "---").
-func decodeSection(text []byte) (*yaml.Node, error) {
-	decoder := yaml.NewDecoder(bytes.NewReader(text))
-	var doc yaml.Node
-	if err := decoder.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("invalid YAML: %w", err)
-	}
-	var extra yaml.Node
-	if err := decoder.Decode(&extra); !errors.Is(err, io.EOF) {
-		// A "..." end marker followed by another document without "---":
-		// valid YAML, but the section split cannot edit it safely.
-		return nil, errors.New("invalid YAML: a second document follows a '...' end marker without '---'")
-	}
-	if len(doc.Content) == 0 {
-		return nil, nil
-	}
-	top := doc.Content[0]
-	if top.Kind == yaml.ScalarNode && top.ShortTag() == "!!null" {
-		return nil, nil
-	}
-	return top, nil
-}
-
 // objectOf reads a Kubernetes identity from a decoded document: apiVersion,
 // kind and metadata.name must be non-empty strings; metadata.namespace is
 // optional.
@@ -69,7 +41,7 @@ func objectOf(top *yaml.Node) (*document, error) {
 	if err != nil {
 		return nil, err
 	}
-	meta := mappingValue(top, "metadata")
+	meta := yamledit.MappingValue(top, "metadata")
 	if meta == nil || meta.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%w: metadata is missing or not a mapping", errNotAnObject)
 	}
@@ -82,26 +54,16 @@ func objectOf(top *yaml.Node) (*document, error) {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	group, version := splitAPIVersion(apiVersion)
-	sops := mappingValue(top, "sops")
+	sops := yamledit.MappingValue(top, "sops")
 	return &document{
 		id:        ObjectID{Group: group, Version: version, Kind: kind, Namespace: namespace, Name: name},
 		encrypted: sops != nil && sops.Kind == yaml.MappingNode,
 	}, nil
 }
 
-// mappingValue returns the value under key in a mapping node, or nil.
-func mappingValue(mapping *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(mapping.Content); i += 2 {
-		if k := mapping.Content[i]; k.Kind == yaml.ScalarNode && k.Value == key {
-			return mapping.Content[i+1]
-		}
-	}
-	return nil
-}
-
 // stringField reads a required, non-empty string scalar.
 func stringField(mapping *yaml.Node, key string) (string, error) {
-	node := mappingValue(mapping, key)
+	node := yamledit.MappingValue(mapping, key)
 	switch {
 	case node == nil:
 		return "", fmt.Errorf("%w: %s is missing", errNotAnObject, key)
@@ -116,7 +78,7 @@ func stringField(mapping *yaml.Node, key string) (string, error) {
 // optionalStringField reads a string scalar that may be absent, null or
 // empty; all three mean "".
 func optionalStringField(mapping *yaml.Node, key string) (string, error) {
-	node := mappingValue(mapping, key)
+	node := yamledit.MappingValue(mapping, key)
 	switch {
 	case node == nil, node.Kind == yaml.ScalarNode && node.ShortTag() == "!!null":
 		return "", nil
@@ -129,9 +91,19 @@ func optionalStringField(mapping *yaml.Node, key string) (string, error) {
 // parseSection turns a section into a document, nil for a section without
 // one.
 func parseSection(text []byte) (*document, error) {
-	top, err := decodeSection(text)
+	top, err := yamledit.Decode(text)
 	if err != nil || top == nil {
 		return nil, err
 	}
 	return objectOf(top)
+}
+
+// withoutNamespace is a copy of a document's tree without
+// metadata.namespace.
+func withoutNamespace(top *yaml.Node) *yaml.Node {
+	bare := yamledit.CopyNode(top)
+	if meta := yamledit.MappingValue(bare, "metadata"); meta != nil && meta.Kind == yaml.MappingNode {
+		yamledit.SetOrDelete(meta, "namespace", nil)
+	}
+	return bare
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 // FuzzEditDocument edits every document of an arbitrary file (a label set
@@ -34,7 +36,7 @@ func FuzzEditDocument(f *testing.F) {
 			if doc == nil || doc.encrypted {
 				continue
 			}
-			body := original.content[original.sections[k].body:original.sections[k].end]
+			body := original.content[original.sections[k].Body:original.sections[k].End]
 			for _, change := range []func(map[string]any) bool{withLabel(label), withoutAField} {
 				desired, ok := changed(body, change)
 				if !ok {
@@ -56,20 +58,20 @@ func FuzzEditDocument(f *testing.F) {
 // which reads as desired.
 func checkEdit(t *testing.T, original *manifestFile, k int, edited, desired []byte) {
 	t.Helper()
-	sections := splitSections(edited)
+	sections := yamledit.Sections(edited)
 	require.Len(t, sections, len(original.sections), "the edit added or lost a '---' marker:\n%s", edited)
 	for i, s := range sections {
 		o := original.sections[i]
 		if i != k {
-			require.Equal(t, string(original.content[o.start:o.end]), string(edited[s.start:s.end]), "document %d changed", i+1)
+			require.Equal(t, string(original.content[o.Start:o.End]), string(edited[s.Start:s.End]), "document %d changed", i+1)
 			continue
 		}
-		require.Equal(t, string(original.content[o.start:o.body]), string(edited[s.start:s.body]), "the edited document's marker or comments changed")
-		got, err := decodeSection(edited[s.start:s.end])
+		require.Equal(t, string(original.content[o.Start:o.Body]), string(edited[s.Start:s.Body]), "the edited document's marker or comments changed")
+		got, err := yamledit.Decode(edited[s.Start:s.End])
 		require.NoError(t, err, "the edited document does not parse:\n%s", edited)
-		want, err := decodeSection(desired)
+		want, err := yamledit.Decode(desired)
 		require.NoError(t, err)
-		require.True(t, sameNodes(got, want), "the edited document reads\n%s\nwant\n%s", edited[s.body:s.end], desired)
+		require.True(t, yamledit.Same(got, want), "the edited document reads\n%s\nwant\n%s", edited[s.Body:s.End], desired)
 	}
 	reindexed, err := NewIndex(".", map[string][]byte{"f.yaml": edited})
 	require.NoError(t, err)

@@ -70,3 +70,25 @@ func splitAPIVersion(apiVersion string) (group, version string) {
 	}
 	return "", apiVersion
 }
+
+// A kustomization's namespace: is set on every namespaced object its build
+// renders, so teams leave metadata.namespace out of the documents it lists.
+// Such a document is the live object in that namespace. The planner does
+// not know which kinds are cluster-scoped (kustomize does, and leaves them
+// alone), so the document also stays the object it is written as: a live
+// cluster-scoped object has no namespace and matches it exactly.
+
+// answersTo lists the objects a document written as written is, in a file
+// that kustomize builds into buildNamespace ("" when no kustomization sets
+// one): the identity it is written with and, when it names no namespace,
+// the same object in buildNamespace. This is the one place that decides
+// which document is which object: lookups, edits, deletes, placement and
+// the sweep all ask it.
+func answersTo(written ObjectID, buildNamespace string) []ObjectID {
+	if written.Namespace != "" || buildNamespace == "" {
+		return []ObjectID{written}
+	}
+	built := written
+	built.Namespace = buildNamespace
+	return []ObjectID{written, built}
+}

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 // Index knows every file of one GitTarget subtree and every Kubernetes
@@ -22,8 +25,8 @@ type Index struct {
 	others map[string][]byte
 	// kustomizations are the paths in others kustomize reads as its build
 	// file, so that the planner need not scan every file for them.
-	kustomizations map[string]*kustomizationFile
-	// namespaces caches buildNamespaces of kustomizations; nil when they
+	kustomizations map[string]*kustomization.File
+	// namespaces caches kustomization.BuildNamespaces of kustomizations; nil when they
 	// changed since.
 	namespaces map[string]string
 	// byID finds documents by identity; more than one location is a
@@ -39,7 +42,7 @@ type Index struct {
 // document each section holds (nil for none).
 type manifestFile struct {
 	content  []byte
-	sections []section
+	sections []yamledit.Section
 	docs     []*document
 }
 
@@ -63,7 +66,7 @@ func NewIndex(root string, files map[string][]byte) (*Index, error) {
 		manifests:      make(map[string]*manifestFile),
 		others:         make(map[string][]byte),
 		byID:           make(map[identityKey][]location),
-		kustomizations: make(map[string]*kustomizationFile),
+		kustomizations: make(map[string]*kustomization.File),
 		problems:       make(map[string][]Problem),
 	}
 	paths := make([]string, 0, len(files))
@@ -122,7 +125,7 @@ func (ix *Index) Document(id ObjectID) ([]byte, bool) {
 	}
 	file := ix.manifests[loc.path]
 	s := file.sections[loc.section]
-	return file.content[s.body:s.end], true
+	return file.content[s.Body:s.End], true
 }
 
 // Add indexes the file at p with content, replacing what was known about p.
@@ -146,9 +149,9 @@ func (ix *Index) add(p string, content []byte, parsed *manifestFile) error {
 		ix.addManifest(p, content)
 	case classAuxiliary:
 		ix.others[p] = content
-		if isKustomizationPath(p) {
+		if kustomization.IsPath(p) {
 			ix.parses++
-			ix.kustomizations[p] = readKustomization(content)
+			ix.kustomizations[p] = kustomization.Read(content)
 			ix.namespaces = nil
 		}
 	default:
@@ -162,11 +165,11 @@ func (ix *Index) add(p string, content []byte, parsed *manifestFile) error {
 // file's other documents are still registered so duplicates are reported
 // together.
 func (ix *Index) addManifest(p string, content []byte) {
-	sections := splitSections(content)
+	sections := yamledit.Sections(content)
 	file := &manifestFile{content: content, sections: sections, docs: make([]*document, len(sections))}
 	for i, s := range sections {
 		ix.parses++
-		doc, err := parseSection(content[s.start:s.end])
+		doc, err := parseSection(content[s.Start:s.End])
 		if err != nil {
 			reason := ReasonInvalidYAML
 			if errors.Is(err, errNotAnObject) {
@@ -289,4 +292,37 @@ func (ix *Index) locate(id ObjectID) []location {
 		}
 	}
 	return built
+}
+
+// buildNamespace is the namespace a build gives a document at p that names
+// none, "" when no kustomization sets one. It is computed for the whole
+// subtree once per set of kustomizations.
+func (ix *Index) buildNamespace(p string) string {
+	if ix.namespaces == nil {
+		ix.namespaces = kustomization.BuildNamespaces(ix.kustomizations)
+	}
+	return ix.namespaces[p]
+}
+
+// objectsAt lists the objects the document at loc is (answersTo).
+func (ix *Index) objectsAt(loc location) []ObjectID {
+	written := ix.manifests[loc.path].docs[loc.section].id
+	if written.Namespace != "" {
+		return []ObjectID{written}
+	}
+	return answersTo(written, ix.buildNamespace(loc.path))
+}
+
+// kustomizationRoot is the subtree's one kustomize root: the only
+// kustomization no other kustomization in the subtree reads as a directory
+// resource (a top-level kustomization listing apps/ and infra/, each with
+// their own, is the one root). None, or more than one, is not a root to
+// place by: the ladder declines to the canonical path. The canonical tree is
+// one a resources: graph cannot reach, so the root must take the file.
+func (ix *Index) kustomizationRoot() (root string, ok bool) {
+	roots := kustomization.BuildRoots(ix.kustomizations)
+	if len(roots) != 1 {
+		return "", false
+	}
+	return roots[0], true
 }

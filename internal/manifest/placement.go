@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 )
 
 // ClusterScopeDir stands in for the namespace of cluster-scoped objects. It
@@ -67,7 +69,7 @@ const escapePrefix = "_"
 // leading underscore (_kustomization.yaml). Any other path is returned as
 // it is. The file is found again by the identity inside it, like any other.
 func EscapedPath(p string) string {
-	if !isKustomizationPath(p) {
+	if !kustomization.IsPath(p) {
 		return p
 	}
 	dir, base := path.Split(p)
@@ -123,8 +125,7 @@ func classify(relPath string) fileClass {
 			return classAuxiliary // .sops.yaml, .github/, .gitlab-ci.yml, ...
 		}
 	}
-	switch path.Base(relPath) {
-	case readmeName, "kustomization.yaml", "kustomization.yml", "Kustomization":
+	if path.Base(relPath) == readmeName || kustomization.IsPath(relPath) {
 		return classAuxiliary
 	}
 	if strings.HasSuffix(relPath, ".yaml") || strings.HasSuffix(relPath, ".yml") {
@@ -136,4 +137,47 @@ func classify(relPath string) fileClass {
 // isSopsPath reports whether the file's name says it holds SOPS ciphertext.
 func isSopsPath(p string) bool {
 	return strings.HasSuffix(p, ".sops.yaml") || strings.HasSuffix(p, ".sops.yml")
+}
+
+// PlacementSource says which step of the placement ladder chose a new
+// object's path (gitopsreverser_placements_total{source}).
+type PlacementSource string
+
+const (
+	// PlacementDeclared: the GitTarget's spec.placement template.
+	PlacementDeclared PlacementSource = "declared"
+	// PlacementKustomization: beside the subtree's one kustomize root, which
+	// gets a resources: entry for the file in the same commit.
+	PlacementKustomization PlacementSource = "kustomization"
+	// PlacementCanonical: the built-in {namespace}/{group}/{resource}/{name}.yaml.
+	PlacementCanonical PlacementSource = "canonical"
+)
+
+// PlacementSources lists every source, for metrics to start at zero.
+func PlacementSources() []PlacementSource {
+	return []PlacementSource{PlacementDeclared, PlacementKustomization, PlacementCanonical}
+}
+
+// besideKustomization is a new object's path beside the kustomization:
+// {kind}-{name}.yaml for a cluster-scoped object, {namespace}-{kind}-{name}.yaml
+// otherwise, the kind in lower case.
+func besideKustomization(kustomization string, id ObjectID, sensitive bool) (string, error) {
+	parts := []string{strings.ToLower(id.Kind), id.Name}
+	if id.Namespace != "" {
+		parts = append([]string{id.Namespace}, parts...)
+	}
+	for _, part := range parts {
+		if err := checkSegment(part); err != nil {
+			return "", fmt.Errorf("place %s beside %s: %w", id, kustomization, err)
+		}
+	}
+	suffix := plainSuffix
+	if sensitive {
+		suffix = sensitiveSuffix
+	}
+	placed := path.Join(path.Dir(kustomization), FitSegment(strings.Join(parts, "-"), suffix))
+	if len(placed) > MaxPathBytes {
+		return "", fmt.Errorf("place %s: the path is %d bytes, more than %d", id, len(placed), MaxPathBytes)
+	}
+	return placed, nil
 }

@@ -52,18 +52,19 @@ type Metrics struct {
 func workerLabels() []string { return []string{"provider_namespace", "provider", "branch"} }
 
 // refusalReasons are every reason an object is refused for
-// (placement_refusals_total{reason}).
+// (placement_refusals_total{reason}), in the API's words: the planner and
+// the branch worker report the same words (the tests pin them).
 var refusalReasons = []string{
 	v1alpha3.ReasonEncryptionRequired,
 	v1alpha3.ReasonMarshalFailed,
-	string(branch.RefusalEncryptionFailed),
-	string(manifest.RefusalIncompleteIdentity),
-	string(manifest.RefusalInvalidDocument),
-	string(manifest.RefusalNotEncrypted),
-	string(manifest.RefusalSensitiveShared),
-	string(manifest.RefusalPlaintextBesideEncrypted),
-	string(manifest.RefusalAuxiliaryPath),
-	string(manifest.RefusalInvalidPlacement),
+	v1alpha3.ReasonEncryptionFailed,
+	v1alpha3.ReasonIncompleteIdentity,
+	v1alpha3.ReasonInvalidDocument,
+	v1alpha3.ReasonNotEncrypted,
+	v1alpha3.ReasonSensitiveShared,
+	v1alpha3.ReasonPlaintextBesideEncrypted,
+	v1alpha3.ReasonAuxiliaryPath,
+	v1alpha3.ReasonInvalidPlacement,
 }
 
 // watchEventTypes are the values of watch_events_total{type}.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/watch"
@@ -75,13 +76,44 @@ func TestEveryFamilyHasZeroSeriesOnceItsLabelsAreKnown(t *testing.T) {
 	}
 }
 
-// TestEveryRefusalReasonIsKnownToTheMetrics: a RefusalReason constant added
-// anywhere in internal/ must be in refusalReasons, or its series would be
-// missing until its first refusal.
-func TestEveryRefusalReasonIsKnownToTheMetrics(t *testing.T) {
+// The planner (manifest.RefusalReason) and the branch worker
+// (branch.RequestReason) cannot import api/v1alpha3 (the planner imports
+// nothing from Kubernetes; the API pulls controller-runtime below the
+// engine), so they report the API's reason words in types of their own, and
+// status, events and these metrics carry them as they are. The API owns
+// the words; this test pins every value declared in internal/ to one.
+
+// TestEveryRefusalReasonIsTheAPIsAndKnownToTheMetrics: a RefusalReason
+// constant added anywhere in internal/ must be an API refusal reason in
+// refusalReasons, or its series would be missing until its first refusal
+// and status would carry a reason the API does not define.
+func TestEveryRefusalReasonIsTheAPIsAndKnownToTheMetrics(t *testing.T) {
+	declared := reasonLiterals(t, "RefusalReason")
+	require.NotEmpty(t, declared)
+	for name, reason := range declared {
+		require.True(t, slices.Contains(refusalReasons, reason), "refusal reason %s = %q is not one of the API's in refusalReasons", name, reason)
+	}
+}
+
+// TestEveryRequestReasonIsTheAPIs: a CommitRequest's Ready reason is the
+// worker's RequestReason as it is, so each must be an API reason.
+func TestEveryRequestReasonIsTheAPIs(t *testing.T) {
+	api := []string{v1alpha3.ReasonCommitted, v1alpha3.ReasonNoWindowInGrace, v1alpha3.ReasonWindowMismatch,
+		v1alpha3.ReasonAlreadyPresent, v1alpha3.ReasonFinalizeFailed}
+	declared := reasonLiterals(t, "RequestReason")
+	require.Len(t, declared, len(api), "one API reason per request outcome")
+	for name, reason := range declared {
+		require.True(t, slices.Contains(api, reason), "request reason %s = %q is not a CommitRequest reason of the API", name, reason)
+	}
+}
+
+// reasonLiterals returns the string constants of type typeName (or
+// pkg.typeName) declared in internal/, outside tests, by name.
+func reasonLiterals(t *testing.T, typeName string) map[string]string {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	internal := filepath.Dir(filepath.Dir(file))
-	var declared []string
+	declared := map[string]string{}
 	require.NoError(t, filepath.WalkDir(internal, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
@@ -92,32 +124,29 @@ func TestEveryRefusalReasonIsKnownToTheMetrics(t *testing.T) {
 		}
 		ast.Inspect(parsed, func(n ast.Node) bool {
 			spec, ok := n.(*ast.ValueSpec)
-			if !ok || !isRefusalReasonType(spec.Type) {
+			if !ok || !isType(spec.Type, typeName) {
 				return true
 			}
-			for _, value := range spec.Values {
-				if lit, ok := value.(*ast.BasicLit); ok {
-					reason, err := strconv.Unquote(lit.Value)
-					require.NoError(t, err)
-					declared = append(declared, reason)
-				}
+			for i, value := range spec.Values {
+				lit, ok := value.(*ast.BasicLit)
+				require.True(t, ok && lit.Kind == token.STRING, "%s in %s is not a string literal", spec.Names[i].Name, path)
+				reason, err := strconv.Unquote(lit.Value)
+				require.NoError(t, err)
+				declared[spec.Names[i].Name] = reason
 			}
 			return true
 		})
 		return nil
 	}))
-	require.NotEmpty(t, declared)
-	for _, reason := range declared {
-		require.True(t, slices.Contains(refusalReasons, reason), "refusal reason %q is not in refusalReasons", reason)
-	}
+	return declared
 }
 
-func isRefusalReasonType(e ast.Expr) bool {
+func isType(e ast.Expr, name string) bool {
 	switch e := e.(type) {
 	case *ast.Ident:
-		return e.Name == "RefusalReason"
+		return e.Name == name
 	case *ast.SelectorExpr:
-		return e.Sel.Name == "RefusalReason"
+		return e.Sel.Name == name
 	}
 	return false
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/configbutler/gitops-reverser/internal/attribution"
 )
 
 // Transports --author-attribution-transport names.
@@ -58,18 +60,21 @@ type AttributionOptions struct {
 	// Replicas is how many operator replicas run; the memory transport is
 	// refused with more than one.
 	Replicas int
-	// Grace is how long a live change waits for its fact (3 s when zero).
+	// Grace is how long a live change waits for its fact
+	// (DefaultAttributionGrace when zero).
 	Grace time.Duration
-	// FactTTL is how long a fact can be joined (10 minutes when zero).
+	// FactTTL is how long a fact can be joined (DefaultFactTTL when zero).
 	FactTTL time.Duration
 	// MaxBodyBytes bounds one audit request (32 MiB when zero).
 	MaxBodyBytes int64
 }
 
-// Defaults of AttributionOptions.
+// Defaults of AttributionOptions. The grace and the fact TTL are the
+// attribution package's own defaults, so the flags and a zero field of the
+// resolver or the index cannot disagree.
 const (
-	DefaultAttributionGrace = 3 * time.Second
-	DefaultFactTTL          = 10 * time.Minute
+	DefaultAttributionGrace = attribution.DefaultGrace
+	DefaultFactTTL          = attribution.DefaultTTL
 	DefaultAuditBodyBytes   = 32 << 20
 )
 

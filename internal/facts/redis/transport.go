@@ -19,11 +19,11 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/configbutler/gitops-reverser/internal/facts"
+	"github.com/configbutler/gitops-reverser/internal/redisconn"
 )
 
 // Defaults for the zero fields of Options.
 const (
-	DefaultPrefix = "gitops-reverser:"
 	// DefaultMaxLen matches the in-process ring's bound per stream.
 	DefaultMaxLen = 10_000
 	// DefaultBlock is how long one blocking read waits before it is issued
@@ -36,7 +36,8 @@ const (
 
 // Options configure a Transport.
 type Options struct {
-	// Prefix starts every key, one per installation; DefaultPrefix when "".
+	// Prefix starts every key, one per installation;
+	// redisconn.DefaultKeyPrefix, the operator's, when "".
 	Prefix string
 	// MaxLen bounds each stream (trimmed approximately, "MAXLEN ~");
 	// DefaultMaxLen when zero.
@@ -92,7 +93,7 @@ var (
 // user and password). Close releases its connections.
 func New(redisOpts *goredis.Options, opts Options) *Transport {
 	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
+		opts.Prefix = redisconn.DefaultKeyPrefix
 	}
 	if opts.MaxLen <= 0 {
 		opts.MaxLen = DefaultMaxLen

@@ -1,12 +1,16 @@
-package manifest
+package yamledit_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
-func TestSplitSections(t *testing.T) {
+// TestSections: each section is its marker line and leading comments
+// (the head) and the replaceable rest (the body).
+func TestSections(t *testing.T) {
 	type part struct{ head, body string } // head: marker and leading comments; body: the replaceable rest
 	tests := []struct {
 		name    string
@@ -30,34 +34,10 @@ func TestSplitSections(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []part
-			for _, s := range splitSections([]byte(tt.content)) {
-				got = append(got, part{head: tt.content[s.start:s.body], body: tt.content[s.body:s.end]})
+			for _, s := range yamledit.Sections([]byte(tt.content)) {
+				got = append(got, part{head: tt.content[s.Start:s.Body], body: tt.content[s.Body:s.End]})
 			}
 			require.Equal(t, tt.want, got)
-		})
-	}
-}
-
-func TestAppendDocument(t *testing.T) {
-	tests := []struct {
-		name, existing, want string
-	}{
-		{"after a document", "a: 1\n", "a: 1\n---\nb: 2\n"},
-		{"after a missing final newline", "a: 1", "a: 1\n---\nb: 2\n"},
-		{"after a trailing bare marker", "a: 1\n---\n", "a: 1\n---\nb: 2\n"},
-		{"into a whitespace-only file", "\n  \n", "b: 2\n"},
-		{"after comments only", "# notes\n", "# notes\n---\nb: 2\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			file := &fileEdit{appended: [][]byte{[]byte("b: 2\n")}, appendedDocs: []*document{{}}}
-			if tt.existing != "" {
-				content := []byte(tt.existing)
-				sections := splitSections(content)
-				file.original = &manifestFile{content: content, sections: sections, docs: make([]*document, len(sections))}
-				file.docs = file.original.docs
-			}
-			require.Equal(t, tt.want, string(file.render()))
 		})
 	}
 }

@@ -1,60 +1,50 @@
-package manifest
+package kustomization
 
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	kustomize "sigs.k8s.io/kustomize/api/types"
 )
 
-// ReasonUnsupportedKustomization: a kustomization file in the subtree uses a
-// feature that makes the objects a build renders differ from the documents
-// in Git (generators, inline or JSON 6902 patches, components, Helm
-// charts, replacements, transformers, a name prefix or suffix, remote
-// bases), has malformed images: or replicas: entries, or cannot be read as
-// a kustomization at all. Editing a document would then not change what is
-// deployed the way the cluster's object changed.
-const ReasonUnsupportedKustomization ProblemReason = "UnsupportedKustomization"
+// names are the file names kustomize reads as a directory's
+// kustomization, in the order it tries them.
+var names = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
-// isKustomizationPath reports whether p is a file kustomize reads as a
+// IsPath reports whether p is a file kustomize reads as a
 // kustomization.
-func isKustomizationPath(p string) bool {
-	switch path.Base(p) {
-	case "kustomization.yaml", "kustomization.yml", "Kustomization":
-		return true
-	}
-	return false
+func IsPath(p string) bool {
+	return slices.Contains(names, path.Base(p))
 }
 
-// kustomizationProblems reads every kustomization in the subtree with the
-// kustomize API types and reports each feature the operator cannot manage.
-// A strategic-merge patch read from a file (patches: - path: x.yaml, or
-// patchesStrategicMerge: - x.yaml) is tolerated as read-only context, and
-// so is a base outside the subtree (../../base): both are only read.
-func kustomizationProblems(ix *Index) []Problem {
-	var problems []Problem
-	for p, k := range ix.kustomizations {
-		for _, feature := range k.features {
-			problems = append(problems, Problem{Path: p, Reason: ReasonUnsupportedKustomization, Detail: feature})
+// inDir is the kustomization of directory dir, if it has one.
+func inDir(kustomizations map[string]*File, dir string) (string, bool) {
+	for _, name := range names {
+		if _, ok := kustomizations[path.Join(dir, name)]; ok {
+			return path.Join(dir, name), true
 		}
 	}
-	return problems
+	return "", false
 }
 
-// kustomizationFile is a kustomization as the index read it, once, when the
+// File is a kustomization as the index read it, once, when the
 // file was added.
-type kustomizationFile struct {
-	parsed   *kustomize.Kustomization // nil when the types cannot read it
-	features []string                 // what the gate refuses, one entry per feature
+type File struct {
+	Parsed   *kustomize.Kustomization // nil when the types cannot read it
+	Features []string                 // what the gate refuses, one entry per feature
 }
 
-func readKustomization(content []byte) *kustomizationFile {
+// Read reads a kustomization with the kustomize API types and lists each
+// feature the operator refuses in it; a file the types cannot read is one
+// such feature.
+func Read(content []byte) *File {
 	var k kustomize.Kustomization
 	if err := k.Unmarshal(content); err != nil {
-		return &kustomizationFile{features: []string{fmt.Sprintf("not a kustomization the operator can read: %v", err)}}
+		return &File{Features: []string{fmt.Sprintf("not a kustomization the operator can read: %v", err)}}
 	}
-	return &kustomizationFile{parsed: &k, features: unsupportedFeatures(k)}
+	return &File{Parsed: &k, Features: unsupportedFeatures(k)}
 }
 
 // unsupportedFeatures names what a kustomization uses that the operator

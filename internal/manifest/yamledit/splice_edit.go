@@ -1,4 +1,4 @@
-package manifest
+package yamledit
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func (s slot) parentIndent() int {
 // old cannot be edited, the whole value is replaced; only when that fails
 // too does the error reach the caller.
 func (sp *splicer) editNode(old, desired *yaml.Node, at slot) error {
-	if sameNodes(old, desired) {
+	if Same(old, desired) {
 		return nil
 	}
 	mark := len(sp.edits)
@@ -76,7 +76,7 @@ func (sp *splicer) editMapping(old, desired *yaml.Node) error {
 	}
 	for i := 0; i+1 < len(old.Content); i += 2 {
 		key := old.Content[i]
-		if j, found := desiredKeys[key.Value]; !found || !sameNodes(key, desired.Content[j]) {
+		if j, found := desiredKeys[key.Value]; !found || !Same(key, desired.Content[j]) {
 			if err := sp.deletePair(key, old.Content[i+1]); err != nil {
 				return err
 			}
@@ -85,7 +85,7 @@ func (sp *splicer) editMapping(old, desired *yaml.Node) error {
 	prevEnd := -1
 	for j := 0; j+1 < len(desired.Content); j += 2 {
 		key, value := desired.Content[j], desired.Content[j+1]
-		if i, found := oldKeys[key.Value]; found && sameNodes(old.Content[i], key) {
+		if i, found := oldKeys[key.Value]; found && Same(old.Content[i], key) {
 			oldKey, oldValue := old.Content[i], old.Content[i+1]
 			if err := sp.editNode(oldValue, value, slot{key: oldKey, desiredKey: key}); err != nil {
 				return err
@@ -152,11 +152,11 @@ func (sp *splicer) insertPair(m *yaml.Node, prevEnd int, key, value *yaml.Node) 
 func (sp *splicer) editSequence(old, desired *yaml.Node) error {
 	o, d := old.Content, desired.Content
 	prefix := 0
-	for prefix < len(o) && prefix < len(d) && sameNodes(o[prefix], d[prefix]) {
+	for prefix < len(o) && prefix < len(d) && Same(o[prefix], d[prefix]) {
 		prefix++
 	}
 	suffix := 0
-	for suffix < len(o)-prefix && suffix < len(d)-prefix && sameNodes(o[len(o)-1-suffix], d[len(d)-1-suffix]) {
+	for suffix < len(o)-prefix && suffix < len(d)-prefix && Same(o[len(o)-1-suffix], d[len(d)-1-suffix]) {
 		suffix++
 	}
 	oldMid, desiredMid := o[prefix:len(o)-suffix], d[prefix:len(d)-suffix]

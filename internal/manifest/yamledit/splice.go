@@ -1,4 +1,4 @@
-package manifest
+package yamledit
 
 import (
 	"bytes"
@@ -8,10 +8,16 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
+// spliceError is an error that can be a constant, so the sentinel needs
+// no package-level variable.
+type spliceError string
+
+func (e spliceError) Error() string { return string(e) }
+
 // errCannotSplice says the in-place editor cannot express an edit of some
 // node; the caller replaces the smallest enclosing value instead, and at the
 // top the whole document body.
-const errCannotSplice constError = "cannot edit in place"
+const errCannotSplice spliceError = "cannot edit in place"
 
 // splicer edits a document's text so that it reads as the desired tree while
 // every byte outside the changed values stays as it was: comments, key
@@ -36,9 +42,9 @@ type splice struct {
 	text       []byte
 }
 
-// spliceDocument returns old edited to read as desired, or an error when the
+// Splice returns old edited to read as desired, or an error when the
 // editor cannot do it safely (the caller then writes the desired bytes).
-func spliceDocument(old []byte, oldTop *yaml.Node, desiredText []byte, desired *yaml.Node) ([]byte, error) {
+func Splice(old []byte, oldTop *yaml.Node, desiredText []byte, desired *yaml.Node) ([]byte, error) {
 	if oldTop.Kind != yaml.MappingNode || desired.Kind != yaml.MappingNode || oldTop.Style&yaml.FlowStyle != 0 {
 		return nil, errCannotSplice
 	}

@@ -1,51 +1,54 @@
-package manifest
+package yamledit
 
 import "bytes"
 
-// markerKind says whether a section opens with a "---" line, and whether
+// Marker says whether a section opens with a "---" line, and whether
 // that line also carries content ("--- {a: 1}"), in which case the body
 // starts on the marker line itself.
-type markerKind int
+type Marker int
 
 const (
-	noMarker markerKind = iota
-	plainMarker
-	markerWithContent
+	// NoMarker: the section is the file's first and has no "---" line.
+	NoMarker Marker = iota
+	// PlainMarker: a "---" line, perhaps with a comment.
+	PlainMarker
+	// MarkerWithContent: "--- {a: 1}", the body starts on the marker line.
+	MarkerWithContent
 )
 
-// section is one document's slice of a file: from its "---" marker line (or
+// Section is one document's slice of a file: from its "---" marker line (or
 // the start of the file) up to the next marker line. Splitting on marker
 // lines is exact for YAML: a line starting with "---" and a blank is a
 // document marker wherever it appears, even inside what looks like a block
 // scalar.
-type section struct {
-	start, end int // [start, end) in the file content
-	body       int // where the replaceable body starts: after the marker line and leading comments
-	marker     markerKind
+type Section struct {
+	Start, End int // [Start, End) in the file content
+	Body       int // where the replaceable body starts: after the marker line and leading comments
+	Marker     Marker
 }
 
-// splitSections cuts content into sections. It never fails: what the
+// Sections cuts content into sections. It never fails: what the
 // sections hold is judged by the parser, not here.
-func splitSections(content []byte) []section {
-	var sections []section
-	current := section{start: 0}
+func Sections(content []byte) []Section {
+	var sections []Section
+	current := Section{Start: 0}
 	for lineStart := 0; lineStart < len(content); {
 		lineEnd := nextLine(content, lineStart)
-		if kind := markerOf(content[lineStart:lineEnd]); kind != noMarker {
-			if lineStart > current.start {
-				current.end = lineStart
+		if kind := markerOf(content[lineStart:lineEnd]); kind != NoMarker {
+			if lineStart > current.Start {
+				current.End = lineStart
 				sections = append(sections, current)
 			}
-			current = section{start: lineStart, marker: kind}
+			current = Section{Start: lineStart, Marker: kind}
 		}
 		lineStart = lineEnd
 	}
-	current.end = len(content)
-	if current.end > current.start || len(sections) == 0 {
+	current.End = len(content)
+	if current.End > current.Start || len(sections) == 0 {
 		sections = append(sections, current)
 	}
 	for i := range sections {
-		sections[i].body = bodyStart(content, sections[i])
+		sections[i].Body = bodyStart(content, sections[i])
 	}
 	return sections
 }
@@ -60,31 +63,31 @@ func nextLine(content []byte, from int) int {
 }
 
 // markerOf classifies one line (with its newline, if any).
-func markerOf(line []byte) markerKind {
+func markerOf(line []byte) Marker {
 	if !bytes.HasPrefix(line, []byte("---")) {
-		return noMarker
+		return NoMarker
 	}
 	rest := line[3:]
 	if len(rest) > 0 && !isBlank(rest[0]) {
-		return noMarker // "----" or "---x" is content, not a marker
+		return NoMarker // "----" or "---x" is content, not a marker
 	}
 	rest = bytes.TrimLeft(rest, " \t\r\n")
 	if len(rest) == 0 || rest[0] == '#' {
-		return plainMarker
+		return PlainMarker
 	}
-	return markerWithContent
+	return MarkerWithContent
 }
 
 // bodyStart skips a section's marker line and leading blank, comment and
 // directive lines: they describe the document and survive its replacement.
-func bodyStart(content []byte, s section) int {
-	switch s.marker {
-	case markerWithContent:
-		return s.start + len("---")
-	case plainMarker:
-		return skipLeadingNonContent(content, nextLine(content, s.start), s.end)
+func bodyStart(content []byte, s Section) int {
+	switch s.Marker {
+	case MarkerWithContent:
+		return s.Start + len("---")
+	case PlainMarker:
+		return skipLeadingNonContent(content, nextLine(content, s.Start), s.End)
 	}
-	return skipLeadingNonContent(content, s.start, s.end)
+	return skipLeadingNonContent(content, s.Start, s.End)
 }
 
 func skipLeadingNonContent(content []byte, from, end int) int {

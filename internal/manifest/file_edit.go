@@ -4,83 +4,8 @@ import (
 	"bytes"
 	"fmt"
 
-	yaml "go.yaml.in/yaml/v3"
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
-
-// RefusalReason says why one object's write was refused.
-type RefusalReason string
-
-const (
-	// RefusalIncompleteIdentity: a new object lacks what its path needs
-	// (resource, name) or a part is not a plain path segment.
-	RefusalIncompleteIdentity RefusalReason = "IncompleteIdentity"
-	// RefusalInvalidDocument: the YAML is not exactly one Kubernetes object
-	// document naming the object it was upserted as.
-	RefusalInvalidDocument RefusalReason = "InvalidDocument"
-	// RefusalNotEncrypted: a sensitive object's YAML is not a SOPS document.
-	RefusalNotEncrypted RefusalReason = "NotEncrypted"
-	// RefusalSensitiveShared: a sensitive object would be appended to an
-	// existing file or share a file with another document.
-	RefusalSensitiveShared RefusalReason = "SensitiveShared"
-	// RefusalPlaintextBesideEncrypted: a plaintext object would share a file
-	// with an encrypted document.
-	RefusalPlaintextBesideEncrypted RefusalReason = "PlaintextBesideEncrypted"
-	// RefusalAuxiliaryPath: the new object's path is an auxiliary file
-	// (a ConfigMap named "kustomization", for example).
-	RefusalAuxiliaryPath RefusalReason = "AuxiliaryPath"
-	// RefusalInvalidPlacement: the declared placement template (spec.placement)
-	// is malformed or renders a path the operator will not write (outside
-	// the root, a dot segment, not a .yaml/.yml file, a plaintext object in
-	// a .sops.yaml file). The object is not written anywhere else.
-	RefusalInvalidPlacement RefusalReason = "InvalidPlacement"
-)
-
-// Refusal is one object the planner would not write safely. The object is
-// left as it is in Git; the rest of the batch is planned.
-type Refusal struct {
-	ID     ObjectID
-	Path   string // where it would have gone, when known
-	Reason RefusalReason
-	Detail string
-}
-
-func (r Refusal) Error() string {
-	where := ""
-	if r.Path != "" {
-		where = " at " + r.Path
-	}
-	return fmt.Sprintf("refused to write %s%s: %s: %s", r.ID, where, r.Reason, r.Detail)
-}
-
-// checkNewDocument validates an upsert's YAML: one document, a Kubernetes
-// object, the object the upsert names, and encrypted when sensitive.
-func (ws *workspace) checkNewDocument(w write, body []byte, target string) (*yaml.Node, *document, *Refusal) {
-	refuse := func(reason RefusalReason, format string, args ...any) (*yaml.Node, *document, *Refusal) {
-		return nil, nil, &Refusal{ID: w.id, Path: target, Reason: reason, Detail: fmt.Sprintf(format, args...)}
-	}
-	if sections := splitSections(body); len(sections) != 1 || sections[0].marker != noMarker {
-		return refuse(RefusalInvalidDocument, "the YAML must be one document without '---' markers")
-	}
-	ws.parses++
-	top, err := decodeSection(body)
-	if err != nil {
-		return refuse(RefusalInvalidDocument, "%v", err)
-	}
-	if top == nil {
-		return refuse(RefusalInvalidDocument, "the YAML is empty")
-	}
-	doc, err := objectOf(top)
-	if err != nil {
-		return refuse(RefusalInvalidDocument, "%v", err)
-	}
-	if !doc.id.SameObject(w.id) {
-		return refuse(RefusalInvalidDocument, "the YAML describes %s", doc.id)
-	}
-	if w.sensitive && !doc.encrypted {
-		return refuse(RefusalNotEncrypted, "a sensitive object must arrive SOPS-encrypted")
-	}
-	return top, doc, nil
-}
 
 // noSection stands for "no existing section" in mixingRefusal.
 const noSection = -1
@@ -99,7 +24,7 @@ type fileEdit struct {
 // body is the replaceable text of a section as it stands in the original.
 func (f *fileEdit) body(i int) []byte {
 	s := f.original.sections[i]
-	return f.original.content[s.body:s.end]
+	return f.original.content[s.Body:s.End]
 }
 
 func (f *fileEdit) remove(i int) {
@@ -162,12 +87,12 @@ func (f *fileEdit) renderParsed() ([]byte, *manifestFile) {
 			switch {
 			case f.removed[i]:
 			case !replaced:
-				at := out.Len() - s.start
-				written[span{at + s.body, at + s.end}] = f.original.docs[i]
-				out.Write(content[s.start:s.end])
+				at := out.Len() - s.Start
+				written[span{at + s.Body, at + s.End}] = f.original.docs[i]
+				out.Write(content[s.Start:s.End])
 			default:
-				out.Write(content[s.start:s.body])
-				if s.marker == markerWithContent {
+				out.Write(content[s.Start:s.Body])
+				if s.Marker == yamledit.MarkerWithContent {
 					out.WriteByte('\n') // the old body began on the marker line
 				}
 				written[span{out.Len(), out.Len() + len(body)}] = f.docs[i]
@@ -180,10 +105,10 @@ func (f *fileEdit) renderParsed() ([]byte, *manifestFile) {
 		written[span{at, at + len(doc)}] = f.appendedDocs[i]
 	}
 	content := out.Bytes()
-	sections := splitSections(content)
+	sections := yamledit.Sections(content)
 	file := &manifestFile{content: content, sections: sections, docs: make([]*document, len(sections))}
 	for i, s := range sections {
-		doc, known := written[span{s.body, s.end}]
+		doc, known := written[span{s.Body, s.End}]
 		if !known {
 			return content, nil
 		}

@@ -1,4 +1,4 @@
-package manifest
+package yamledit
 
 import (
 	"strings"
@@ -6,23 +6,23 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// equivalentYAML reports whether two documents certainly hold the
+// Equivalent reports whether two documents certainly hold the
 // same content, whatever their formatting, key order and comments. It is
 // conservative: when unsure (aliases, merge keys, duplicate keys, a plain
 // string a YAML 1.1 reader could read as something else) it says no, and
 // the caller writes the new bytes.
-func equivalentYAML(old, replacement *yaml.Node) bool {
+func Equivalent(old, replacement *yaml.Node) bool {
 	return old != nil && equivalentNodes(old, replacement)
 }
 
 func equivalentNodes(a, b *yaml.Node) bool { return compareNodes(a, b, false) }
 
-// sameNodes reports whether two trees read the same to any YAML reader:
+// Same reports whether two trees read the same to any YAML reader:
 // equal values, and a scalar a YAML 1.1 reader might misread only when both
 // are written alike (the same text reads the same way everywhere). Aliases
 // and merge keys are resolved, as every Kubernetes YAML reader does. It
 // judges the in-place editor's work, where untouched scalars keep their text.
-func sameNodes(a, b *yaml.Node) bool {
+func Same(a, b *yaml.Node) bool {
 	a, b = resolveAlias(a), resolveAlias(b)
 	if a.Kind == yaml.MappingNode && b.Kind == yaml.MappingNode && (hasMergeKey(a) || hasMergeKey(b)) {
 		ea, okA := effectiveMapping(a, 0)
@@ -99,7 +99,7 @@ func effectiveMapping(m *yaml.Node, depth int) (*yaml.Node, bool) {
 }
 
 func equivalentScalars(a, b *yaml.Node) bool {
-	return a.ShortTag() == b.ShortTag() && a.Value == b.Value && !misreadable(a) && !misreadable(b)
+	return a.ShortTag() == b.ShortTag() && a.Value == b.Value && !Misreadable(a) && !Misreadable(b)
 }
 
 func sameScalars(a, b *yaml.Node) bool {
@@ -107,10 +107,10 @@ func sameScalars(a, b *yaml.Node) bool {
 		return false
 	}
 	written := yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle | yaml.LiteralStyle | yaml.FoldedStyle
-	return a.Style&written == b.Style&written || !misreadable(a) && !misreadable(b)
+	return a.Style&written == b.Style&written || !Misreadable(a) && !Misreadable(b)
 }
 
-// compareNodes compares two trees; same selects sameNodes' rules over
+// compareNodes compares two trees; same selects Same' rules over
 // equivalentNodes' stricter ones.
 func compareNodes(a, b *yaml.Node, same bool) bool {
 	if a.Kind != b.Kind {
@@ -135,11 +135,11 @@ func compareNodes(a, b *yaml.Node, same bool) bool {
 	return false // aliases and anything unexpected
 }
 
-// compareChild compares nested nodes: through sameNodes (aliases and merge
+// compareChild compares nested nodes: through Same (aliases and merge
 // keys resolved) when judging the editor's work, strictly otherwise.
 func compareChild(a, b *yaml.Node, same bool) bool {
 	if same {
-		return sameNodes(a, b)
+		return Same(a, b)
 	}
 	return compareNodes(a, b, false)
 }
@@ -153,7 +153,7 @@ func scalarsMatch(a, b *yaml.Node, same bool) bool {
 
 // compareMappings compares two mappings key by key, in any order; a key must
 // be a string that compares equal to itself (so no merge key, and for
-// equivalence nothing misreadable).
+// equivalence nothing Misreadable).
 func compareMappings(a, b *yaml.Node, same bool) bool {
 	if len(a.Content) != len(b.Content) {
 		return false
@@ -233,11 +233,11 @@ func mappingByKey(m *yaml.Node) (map[string]int, bool) {
 	return values, true
 }
 
-// misreadable reports an unquoted string that a YAML 1.1 reader, such as
+// Misreadable reports an unquoted string that a YAML 1.1 reader, such as
 // kubectl's, might read as another type (yes, on, 12:30, 0755 ...). The test
 // is deliberately broad: an unquoted string must start with a letter or a
 // slash and not be a YAML 1.1 boolean or null.
-func misreadable(n *yaml.Node) bool {
+func Misreadable(n *yaml.Node) bool {
 	if n.ShortTag() != "!!str" || n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 		return false
 	}

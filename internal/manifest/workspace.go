@@ -1,0 +1,328 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
+)
+
+// workspace holds the files one plan touches and the objects it writes.
+type workspace struct {
+	ix        *Index
+	placement Placement
+	files     map[string]*fileEdit
+	objects   []ObjectChange
+	parses    int // YAML documents decoded, for benchmarks
+	// resources are the kustomizations' resources: entries to add and remove.
+	resources kustomization.Edits
+	// root is the kustomization new files go beside, once looked up.
+	root *kustomizationStep
+}
+
+func (ws *workspace) record(w write, p string, action Action) {
+	ws.objects = append(ws.objects, ObjectChange{ID: w.id, Path: p, Action: action})
+}
+
+func (ws *workspace) apply(w write) *Refusal {
+	switch loc, found := ws.ix.find(w.id); {
+	case w.remove && found:
+		ws.edit(loc.path).remove(loc.section)
+		ws.record(w, loc.path, ActionDelete)
+		return nil
+	case w.remove:
+		return nil // already gone
+	case found && !ws.fits(loc.path):
+		return ws.move(loc, w)
+	case found:
+		return ws.replace(loc, w)
+	}
+	return ws.place(w)
+}
+
+// fits reports whether every component of p below the root is one a file
+// system can hold. The root is the target's own; it is never moved.
+func (ws *workspace) fits(p string) bool {
+	rel, _ := ws.ix.relative(p) // an indexed path is below the root
+	for _, component := range strings.Split(rel, "/") {
+		if len(component) > MaxSegmentBytes {
+			return false
+		}
+	}
+	return true
+}
+
+// move places an existing object anew when its file cannot be checked out
+// (written before long components were shortened): edited in place, the
+// branch would stay one no clone can check out. An object that cannot be
+// placed is edited where it is, as before.
+func (ws *workspace) move(loc location, w write) *Refusal {
+	if refusal := ws.place(w); refusal != nil {
+		return ws.replace(loc, w)
+	}
+	ws.edit(loc.path).remove(loc.section)
+	moved := &ws.objects[len(ws.objects)-1]
+	moved.Action, moved.Placement = ActionUpdate, ""
+	return nil
+}
+
+// replace writes an existing document in place, or nothing when the new
+// document is the same.
+func (ws *workspace) replace(loc location, w write) *Refusal {
+	file := ws.edit(loc.path)
+	old := file.body(loc.section)
+	body := withTrailingNewline(w.yaml)
+	if bytes.Equal(old, body) {
+		return nil
+	}
+	top, doc, refusal := ws.checkNewDocument(w, body, loc.path)
+	if refusal != nil {
+		return refusal
+	}
+	if w.sensitive {
+		// Ciphertext changes on every encryption: the whole document is
+		// written again, and only bytes tell a no-op.
+		if refusal := file.mixingRefusal(w, loc.section); refusal != nil {
+			return refusal
+		}
+		file.bodies[loc.section] = body
+		file.docs[loc.section] = doc
+		ws.record(w, loc.path, ActionUpdate)
+		return nil
+	}
+	desiredText := body
+	bare := ws.namespaceless(loc, w)
+	if bare {
+		// The kustomization sets the namespace: the document keeps
+		// leaving it out, and the diff is only the changed values.
+		top, desiredText = withoutNamespace(top), nil
+	}
+	ws.parses++
+	oldTop, _ := yamledit.Decode(old) // the index parsed it once: it is valid
+	if oldTop != nil {
+		if adjusted, through := ws.editThrough(loc.path, oldTop, top); through {
+			// The desired bytes no longer say what the file must read.
+			top, desiredText = adjusted, nil
+		}
+	}
+	if yamledit.Equivalent(oldTop, top) {
+		return nil
+	}
+	if refusal := file.mixingRefusal(w, loc.section); refusal != nil {
+		return refusal
+	}
+	if isSopsPath(loc.path) {
+		// The type is no longer sensitive: its file still says SOPS, and
+		// tools (and people) would take the plaintext in it for ciphertext.
+		return &Refusal{ID: w.id, Path: loc.path, Reason: RefusalInvalidPlacement,
+			Detail: "a plaintext object is not written into a .sops file; move or delete the file"}
+	}
+	edited := ws.editedBody(old, oldTop, body, desiredText, top)
+	file.bodies[loc.section] = edited
+	file.docs[loc.section] = writtenDocument(doc, bare && !bytes.Equal(edited, body))
+	ws.record(w, loc.path, ActionUpdate)
+	return nil
+}
+
+// namespaceless reports whether the document at loc, the object w writes,
+// names no namespace where the object has one: a kustomization sets it
+// (find matched it by answersTo), and an edit keeps it out. A sensitive
+// document is written whole, namespace and all: its MAC covers every value.
+func (ws *workspace) namespaceless(loc location, w write) bool {
+	written := ws.ix.manifests[loc.path].docs[loc.section].id
+	return !w.sensitive && written.Namespace == "" && w.id.Namespace != ""
+}
+
+// writtenDocument is doc as the file holds it: without its namespace when
+// the text left it out.
+func writtenDocument(doc *document, withoutNamespace bool) *document {
+	if !withoutNamespace {
+		return doc
+	}
+	bare := *doc
+	bare.id.Namespace = ""
+	return &bare
+}
+
+// editedBody is the old document edited in place to read as the new one,
+// keeping its comments and layout, or the new bytes when the editor cannot
+// do that safely. The edited text is parsed once to prove it reads exactly
+// as the new document; anything else is never written.
+func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body, desiredText []byte, top *yaml.Node) []byte {
+	if oldTop == nil {
+		return body
+	}
+	edited, err := yamledit.Splice(old, oldTop, desiredText, top)
+	if err != nil {
+		return body
+	}
+	if bytes.Equal(edited, body) {
+		return body
+	}
+	ws.parses++
+	editedTop, err := yamledit.Decode(edited)
+	if err != nil || editedTop == nil || !yamledit.Same(editedTop, top) {
+		return body
+	}
+	return edited
+}
+
+// checkNewDocument validates an upsert's YAML: one document, a Kubernetes
+// object, the object the upsert names, and encrypted when sensitive.
+func (ws *workspace) checkNewDocument(w write, body []byte, target string) (*yaml.Node, *document, *Refusal) {
+	refuse := func(reason RefusalReason, format string, args ...any) (*yaml.Node, *document, *Refusal) {
+		return nil, nil, &Refusal{ID: w.id, Path: target, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+	}
+	if sections := yamledit.Sections(body); len(sections) != 1 || sections[0].Marker != yamledit.NoMarker {
+		return refuse(RefusalInvalidDocument, "the YAML must be one document without '---' markers")
+	}
+	ws.parses++
+	top, err := yamledit.Decode(body)
+	if err != nil {
+		return refuse(RefusalInvalidDocument, "%v", err)
+	}
+	if top == nil {
+		return refuse(RefusalInvalidDocument, "the YAML is empty")
+	}
+	doc, err := objectOf(top)
+	if err != nil {
+		return refuse(RefusalInvalidDocument, "%v", err)
+	}
+	if !doc.id.SameObject(w.id) {
+		return refuse(RefusalInvalidDocument, "the YAML describes %s", doc.id)
+	}
+	if w.sensitive && !doc.encrypted {
+		return refuse(RefusalNotEncrypted, "a sensitive object must arrive SOPS-encrypted")
+	}
+	return top, doc, nil
+}
+
+// place writes a new object where the declared placement puts it, else at
+// its canonical path. A path several objects render to becomes a
+// multi-document file.
+func (ws *workspace) place(w write) *Refusal {
+	target, source, refusal := ws.newPath(w)
+	if refusal != nil {
+		return refusal
+	}
+	if ws.nameDerived(w, source) {
+		target = EscapedPath(target)
+	}
+	if rel, _ := ws.ix.relative(target); classify(rel) != classManifest {
+		return &Refusal{ID: w.id, Path: target, Reason: RefusalAuxiliaryPath,
+			Detail: "the new object's path is an auxiliary file the operator never manages"}
+	}
+	body := withTrailingNewline(w.yaml)
+	top, doc, refusal := ws.checkNewDocument(w, body, target)
+	if refusal != nil {
+		return refusal
+	}
+	if source == PlacementKustomization && ws.rootSetsNamespace(w) {
+		// Written the way the documents beside it are: the root's
+		// kustomization sets the namespace.
+		edited := ws.editedBody(body, top, body, nil, withoutNamespace(top))
+		body, doc = edited, writtenDocument(doc, !bytes.Equal(edited, body))
+	}
+	_, createdHere := ws.files[target]
+	if w.sensitive && (ws.ix.Has(target) || createdHere) {
+		return &Refusal{ID: w.id, Path: target, Reason: RefusalSensitiveShared,
+			Detail: "a sensitive object is never appended to an existing file"}
+	}
+	file := ws.edit(target)
+	if refusal := file.mixingRefusal(w, noSection); refusal != nil {
+		return refusal
+	}
+	file.appended = append(file.appended, body)
+	file.appendedDocs = append(file.appendedDocs, doc)
+	ws.record(w, target, ActionCreate)
+	ws.objects[len(ws.objects)-1].Placement = source
+	if source == PlacementKustomization {
+		entry, _ := kustomization.ResourceEntry(ws.root.path, target)
+		ws.resources.Of(ws.root.path).Add = append(ws.resources.Of(ws.root.path).Add, entry)
+	}
+	return nil
+}
+
+// newPath is the path for a new object, by the placement ladder: its
+// type's template, else the default template (declared); else beside the
+// subtree's one kustomization; else the canonical path. A template that
+// does not render safely refuses the object; falling back would write where
+// the user said not to.
+func (ws *workspace) newPath(w write) (string, PlacementSource, *Refusal) {
+	template, declared := ws.placement.template(w.id)
+	if !declared {
+		if root := ws.kustomizationRoot(); root.usable && ws.rootBuilds(w) {
+			if target, err := besideKustomization(root.path, w.id, w.sensitive); err == nil {
+				return target, PlacementKustomization, nil
+			}
+		}
+		target, err := CanonicalPath(ws.ix.root, w.id, w.sensitive)
+		if err != nil {
+			return "", "", &Refusal{ID: w.id, Reason: RefusalIncompleteIdentity, Detail: err.Error()}
+		}
+		return target, PlacementCanonical, nil
+	}
+	target, err := RenderPath(ws.ix.root, template, w.id, w.sensitive)
+	switch {
+	case errors.Is(err, errIncomplete):
+		return "", "", &Refusal{ID: w.id, Reason: RefusalIncompleteIdentity, Detail: err.Error()}
+	case err != nil:
+		return "", "", &Refusal{ID: w.id, Reason: RefusalInvalidPlacement, Detail: err.Error()}
+	}
+	return target, PlacementDeclared, nil
+}
+
+// nameDerived reports whether the new file's name comes from the object's
+// name, so that a name kustomize would misread is escaped: a declared
+// template naming a build file outright is refused instead.
+func (ws *workspace) nameDerived(w write, source PlacementSource) bool {
+	if source != PlacementDeclared {
+		return true
+	}
+	template, _ := ws.placement.template(w.id)
+	return strings.Contains(path.Base(template), "{name}")
+}
+
+// edit returns the working copy of the file at p, creating it on first use.
+func (ws *workspace) edit(p string) *fileEdit {
+	if file, ok := ws.files[p]; ok {
+		return file
+	}
+	file := &fileEdit{path: p, bodies: make(map[int][]byte), removed: make(map[int]bool)}
+	if original, ok := ws.ix.manifests[p]; ok {
+		file.original = original
+		file.docs = append([]*document(nil), original.docs...)
+	}
+	ws.files[p] = file
+	return file
+}
+
+// changes renders every touched file and keeps those that differ, with the
+// kustomizations' resources: lists edited to match.
+func (ws *workspace) changes() ([]Change, error) {
+	var changes []Change
+	var deleted []string
+	for p, file := range ws.files {
+		content, parsed := file.renderParsed()
+		switch {
+		case content == nil && file.original != nil:
+			changes = append(changes, Change{Path: p, Delete: true})
+			deleted = append(deleted, p)
+		case content == nil:
+		case file.original != nil && bytes.Equal(content, file.original.content):
+		default:
+			changes = append(changes, Change{Path: p, Content: content, parsed: parsed})
+		}
+	}
+	kustomizations, err := ws.kustomizationChanges(deleted)
+	if err != nil {
+		return nil, err
+	}
+	return append(changes, kustomizations...), nil
+}
