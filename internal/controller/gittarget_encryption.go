@@ -64,8 +64,8 @@ func (r *GitTargetReconciler) encryption(ctx context.Context, run *targetRun) er
 		}
 		return nil
 	}
-	if version, ok := r.cachedEncryptionVersion(ctx, run.target); ok {
-		if enc, running := r.Engine.RunningEncryption(keyOf(run.target)); enc != nil && running == version {
+	if enc, running := r.runningEncryption(run.target); enc != nil {
+		if version, known := r.cachedEncryptionVersion(ctx, run.target); known && version == running {
 			run.spec.Encryption, run.spec.EncryptionVersion = enc, version
 			run.conds.setBool(v1alpha3.ConditionEncryptionConfigured, true, v1alpha3.ReasonSucceeded,
 				encryptionSummary(enc, keySource(run.target.Spec.Encryption.Age, false)))
@@ -88,6 +88,15 @@ func (r *GitTargetReconciler) encryption(ctx context.Context, run *targetRun) er
 	run.spec.Encryption, run.spec.EncryptionVersion = enc, version
 	run.conds.setBool(v1alpha3.ConditionEncryptionConfigured, true, v1alpha3.ReasonSucceeded, encryptionSummary(enc, source))
 	return nil
+}
+
+// runningEncryption is the engine's running encryptor of t and what it
+// was built from; nil without a cache to compare with (or no engine).
+func (r *GitTargetReconciler) runningEncryption(t *v1alpha3.GitTarget) (*encryption.Encryptor, string) {
+	if r.Metadata == nil || r.Engine == nil {
+		return nil, ""
+	}
+	return r.Engine.RunningEncryption(keyOf(t))
 }
 
 // encryptor builds the target's encryptor from spec.encryption.age: the

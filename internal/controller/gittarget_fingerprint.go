@@ -64,11 +64,8 @@ func encryptionVersion(age v1alpha3.AgeEncryption, secretVersion string) string 
 }
 
 // cachedEncryptionVersion is t's encryptionVersion as the metadata cache
-// knows its key Secret; false when it does not, or there is no cache.
+// knows its key Secret; false when it does not.
 func (r *GitTargetReconciler) cachedEncryptionVersion(ctx context.Context, t *v1alpha3.GitTarget) (string, bool) {
-	if r.Metadata == nil {
-		return "", false
-	}
 	age := t.Spec.Encryption.Age
 	version := ""
 	if age.SecretRef != nil {

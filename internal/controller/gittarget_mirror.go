@@ -41,9 +41,13 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 	run.spec.Path = run.target.Spec.Path
 	run.spec.Placement = placementOf(run.target.Spec.Placement)
 	run.spec.Worker = branch.Key{ProviderNamespace: gp.Namespace, Provider: gp.Name, Branch: run.target.Spec.Branch}
-	if fingerprint, ok := r.cachedSettingsFingerprint(ctx, gp); ok && r.Engine.WorkerBuiltFrom(run.spec.Worker, fingerprint) {
-		run.spec.Settings = engine.WorkerSettings{Fingerprint: fingerprint}
-		return nil
+	// Only a running worker is worth asking the cache about: at start no
+	// worker runs, and the cache may still be filling.
+	if running, ok := r.Engine.WorkerFingerprint(run.spec.Worker); ok {
+		if fingerprint, known := r.cachedSettingsFingerprint(ctx, gp); known && fingerprint == running {
+			run.spec.Settings = engine.WorkerSettings{Fingerprint: fingerprint}
+			return nil
+		}
 	}
 	creds, err := credentials.Read(ctx, r.SecretReader, gp.Namespace, gp.Spec)
 	if err != nil {

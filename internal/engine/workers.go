@@ -14,7 +14,7 @@ import (
 // fingerprint replaces the worker.
 type WorkerSettings struct {
 	// Config is nil when the caller found the worker built from
-	// Fingerprint running (WorkerBuiltFrom) and built nothing: reading the
+	// Fingerprint running (WorkerFingerprint) and built nothing: reading the
 	// credentials again and opening a forge client on every reconcile
 	// would be thrown away.
 	Config      *branch.Config
@@ -27,13 +27,15 @@ type WorkerSettings struct {
 // asked): the caller builds the settings and applies again.
 var ErrWorkerReplaced = errors.New("the branch worker changed since it was looked up")
 
-// WorkerBuiltFrom reports whether the worker of key runs, built from
-// settings with this fingerprint.
-func (e *Engine) WorkerBuiltFrom(key branch.Key, fingerprint string) bool {
+// WorkerFingerprint is the fingerprint of the settings the running worker
+// of key was built from; false when none runs.
+func (e *Engine) WorkerFingerprint(key branch.Key) (string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	existing := e.workers[key]
-	return existing != nil && existing.fingerprint == fingerprint
+	if existing := e.workers[key]; existing != nil {
+		return existing.fingerprint, true
+	}
+	return "", false
 }
 
 type workerEntry struct {
