@@ -16,7 +16,7 @@ import (
 // window long and pay a push for each. A stopping worker pushes what it
 // holds.
 func (c *Core) gathering() bool {
-	limit := c.conf.ChainLimit
+	limit := c.ChainLimit
 	return !c.stopping && c.Queued > 0 && limit > 1 && len(c.pending) < limit
 }
 
@@ -95,7 +95,7 @@ func (c *Core) chainable(from int, now time.Time) []*window {
 			break
 		}
 		run = append(run, win)
-		if len(run) >= c.conf.ChainLimit {
+		if len(run) >= c.ChainLimit {
 			break
 		}
 	}

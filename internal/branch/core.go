@@ -23,9 +23,6 @@ type CoreConfig struct {
 	PushInterval time.Duration
 	// RetryBackoff and MaxRetryBackoff bound the wait before a retry.
 	RetryBackoff, MaxRetryBackoff time.Duration
-	// ChainLimit is the most windows one Commit carries (the forge's
-	// forges.ChainCommitter limit); 0 or 1 commits one at a time.
-	ChainLimit int
 }
 
 // retryBackoff is the schedule of retries after a failed commit: from
@@ -68,11 +65,16 @@ type Core struct {
 	// inFlight is set while a Commit action waits for its result.
 	inFlight bool
 
-	// Silence and Queued are what the executor observes outside the core,
-	// set before each Step: the commit window as the forge's request budget
-	// widens it (commitWindow), and how many events wait behind this one.
-	Silence time.Duration
-	Queued  int
+	// Silence, Queued and ChainLimit are what the executor observes
+	// outside the core, set before each Step: the commit window as the
+	// forge's request budget widens it (commitWindow), how many events
+	// wait behind this one, and the most windows one Commit may carry now
+	// (the forge's forges.ChainCommitter limit, which may change: a Gitea
+	// forge whose pushes are refused falls back to its API's shorter
+	// chains; 0 or 1 commits one at a time).
+	Silence    time.Duration
+	Queued     int
+	ChainLimit int
 
 	// out collects the actions of the current Step.
 	out []Action

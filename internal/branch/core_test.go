@@ -45,6 +45,13 @@ func testCore(tune func(*CoreConfig)) *Core {
 	return c
 }
 
+// chainingCore is a testCore whose forge takes chains of limit windows.
+func chainingCore(limit int) *Core {
+	c := testCore(nil)
+	c.ChainLimit = limit
+	return c
+}
+
 func runCore(t *testing.T, c *Core, steps []coreStep) {
 	t.Helper()
 	for i, s := range steps {
@@ -210,7 +217,7 @@ func TestCoreSettleAndFlushWaitersAreAnsweredOnceTheCommitLands(t *testing.T) {
 // author closes a window, but while events wait behind it the core
 // gathers; once the queue is empty the windows go out as one Commit.
 func TestCoreWindowsClosedWhileEventsQueueGoOutAsOneChain(t *testing.T) {
-	runCore(t, testCore(func(c *CoreConfig) { c.ChainLimit = 10 }), []coreStep{
+	runCore(t, chainingCore(10), []coreStep{
 		{0, 3, wrote(alice, "one"), []string{"schedule +5s"}},
 		{0, 2, wrote(bob, "two"), []string{"schedule +5s"}},
 		{0, 1, wrote(alice, "three"), []string{"schedule +5s"}},
@@ -220,7 +227,7 @@ func TestCoreWindowsClosedWhileEventsQueueGoOutAsOneChain(t *testing.T) {
 }
 
 func TestCoreAChainStopsAtItsLimitAndAtAParkedTarget(t *testing.T) {
-	runCore(t, testCore(func(c *CoreConfig) { c.ChainLimit = 2 }), []coreStep{
+	runCore(t, chainingCore(2), []coreStep{
 		{0, 5, wrote(alice, "one"), []string{"schedule +5s"}},
 		{0, 4, wrote(bob, "two"), []string{"schedule +5s"}},
 		{0, 3, wrote(alice, "three"), []string{"commit mirror/Alice:one | mirror/Bob:two", "schedule +5s"}},
@@ -314,7 +321,7 @@ func TestCoreAStopPushesWhatItHoldsRegardlessOfTheBackoff(t *testing.T) {
 	req := &Request{ID: "team/save", Target: coreTo, Submitter: &carol, Deadline: t0.Add(time.Hour)}
 	// Stopping, it pushes what it holds as one chain even while events
 	// queue: nothing is gathered any more.
-	runCore(t, testCore(func(c *CoreConfig) { c.ChainLimit = 10 }), append(held(),
+	runCore(t, chainingCore(10), append(held(),
 		coreStep{0, 3, StopEvent{}, []string{"commit mirror/Alice:one | mirror/Bob:two", "schedule +1h0m0s"}},
 		coreStep{0, 3, committed(0, 1), []string{"went through mirror", "went through mirror", "schedule +1h0m0s"}},
 		coreStep{0, 0, StoppedEvent{}, []string{"schedule +1h0m0s"}},

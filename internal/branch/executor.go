@@ -61,7 +61,7 @@ func (w *Worker) handle(ctx context.Context, msg any) {
 // more.
 func (w *Worker) step(ctx context.Context, ev Event) {
 	for queue := []Event{ev}; len(queue) > 0; queue = queue[1:] {
-		w.core.Silence, w.core.Queued = w.commitWindow(), len(w.in)
+		w.core.Silence, w.core.Queued, w.core.ChainLimit = w.commitWindow(), len(w.in), chainLimit(w.cfg.Forge)
 		for _, a := range w.core.Step(w.cfg.Clock.Now(), queue[0]) {
 			switch a := a.(type) {
 			case Commit:
