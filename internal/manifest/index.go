@@ -93,6 +93,10 @@ func cleanRootPath(root string) (string, error) {
 	return clean, nil
 }
 
+// Parses is the number of YAML documents the index decoded since it was
+// made (NewIndex, Add and Apply).
+func (ix *Index) Parses() int { return ix.parses }
+
 // Root is the cleaned subtree root ("." for the repository root).
 func (ix *Index) Root() string { return ix.root }
 

@@ -4,6 +4,8 @@ import (
 	"path"
 	"sort"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 )
 
@@ -16,8 +18,18 @@ type Op interface {
 // naming the object (sanitize.Marshal output, or its SOPS encryption when
 // Sensitive).
 type Upsert struct {
-	ID        ObjectID
-	YAML      []byte
+	ID   ObjectID
+	YAML []byte
+	// Rendered says YAML is the operator's own rendering of the object
+	// (sanitize.Marshal), not a text from elsewhere: the planner then knows
+	// a document it writes verbatim as canonical, and a later write
+	// replaces that text whole without parsing it.
+	Rendered bool
+	// Node, when set, is the tree of YAML: the one the renderer encoded
+	// (sanitize.MarshalNode), or YAML parsed. The planner reads the object
+	// from it instead of parsing YAML. Nil means parse YAML once (a write
+	// replayed from a journal, a test). It is read, never modified.
+	Node      *yaml.Node
 	Sensitive bool
 }
 
@@ -26,13 +38,17 @@ type Delete struct {
 	ID ObjectID
 }
 
-func (u Upsert) plannedWrite() write { return write{id: u.ID, yaml: u.YAML, sensitive: u.Sensitive} }
+func (u Upsert) plannedWrite() write {
+	return write{id: u.ID, yaml: u.YAML, rendered: u.Rendered && !u.Sensitive, node: u.Node, sensitive: u.Sensitive}
+}
 func (d Delete) plannedWrite() write { return write{id: d.ID, remove: true} }
 
 // write is the planner's single shape for both operations.
 type write struct {
 	id        ObjectID
 	yaml      []byte
+	rendered  bool
+	node      *yaml.Node
 	sensitive bool
 	remove    bool
 }
@@ -58,6 +74,10 @@ type Result struct {
 	// parses counts the YAML documents the plan decoded (benchmarks read it).
 	parses int
 }
+
+// Parses is the number of YAML documents the plan decoded: what a benchmark
+// reports as parses on the write path.
+func (r Result) Parses() int { return r.parses }
 
 // Action is what a plan does to one object.
 type Action string
