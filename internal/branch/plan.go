@@ -48,7 +48,13 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 			refusals = append(refusals, *refusal)
 			continue
 		}
-		ops = append(ops, manifest.Upsert{ID: wr.ID, YAML: content, Sensitive: wr.Sensitive})
+		upsert := manifest.Upsert{ID: wr.ID, YAML: content, Sensitive: wr.Sensitive}
+		if !wr.Sensitive {
+			// A Write's YAML is sanitize's rendering; a sensitive object's
+			// content is its ciphertext instead.
+			upsert.Rendered, upsert.Node = true, wr.Node
+		}
+		ops = append(ops, upsert)
 	}
 	res, err := ts.planner().Plan(ix, ops)
 	if err != nil {
