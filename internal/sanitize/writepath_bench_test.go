@@ -24,7 +24,7 @@ func watchedConfigMap(i int, revision string) []byte {
 			"labels": map[string]interface{}{"app": fmt.Sprintf("app-%04d", i)},
 			"uid":    fmt.Sprintf("00000000-0000-0000-0000-%012d", i), "resourceVersion": revision + "00",
 			"creationTimestamp": "2026-01-02T03:04:05Z",
-			"managedFields": []interface{}{map[string]interface{}{"manager": "kubectl", "operation": "Apply"}},
+			"managedFields":     []interface{}{map[string]interface{}{"manager": "kubectl", "operation": "Apply"}},
 		},
 		"data": map[string]interface{}{"app.properties": strings.Repeat("setting.value = "+revision+"\n", 15)},
 	}
