@@ -21,16 +21,18 @@ type document struct {
 	// tree caches the parsed text of a document the operator did not write
 	// verbatim (comments, another key order or quoting kept by the in-place
 	// editor), so that the next edit parses it no more. Only such documents
-	// pay its memory; nil until an edit first needs it. It is read, never
-	// modified.
+	// pay its memory, and only the last ones edited (treeRing); nil until an
+	// edit first needs it. It is read, never modified.
 	tree *yaml.Node
+	// inRing marks a document whose tree the index's treeRing holds.
+	inRing bool
 }
 
 // written is doc as a new text of it holds it: canonical when the text is
 // the operator's rendering, else with the tree of that text when known.
 func (doc *document) written(canonical bool, tree *yaml.Node) *document {
 	out := *doc
-	out.canonical, out.tree = canonical, nil
+	out.canonical, out.tree, out.inRing = canonical, nil, false
 	if !canonical {
 		out.tree = tree
 	}

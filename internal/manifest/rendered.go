@@ -43,9 +43,41 @@ func (ws *workspace) oldTree(loc location) *yaml.Node {
 	if current.tree == nil {
 		ws.parses++
 		s := file.sections[loc.section]
-		current.tree, _ = yamledit.Decode(file.content[s.Body:s.End]) // the index parsed it once: it is valid
+		tree, _ := yamledit.Decode(file.content[s.Body:s.End]) // the index parsed it once: it is valid
+		ws.ix.trees.keep(current, tree)
 	}
 	return current.tree
+}
+
+// maxCachedTrees bounds the parsed documents an index keeps. A parse
+// weighs several times its text (about 3.6 KiB for a 470-byte ConfigMap
+// with a comment), so of a subtree of hand-kept files only the last ones
+// edited stay parsed: an object edited again and again is parsed once, and
+// the memory stays bounded however many files people formatted.
+const maxCachedTrees = 1024
+
+// treeRing holds the documents whose tree the index keeps, oldest first
+// out: keeping one more than maxCachedTrees drops the oldest one's tree.
+type treeRing struct {
+	docs []*document
+	next int
+}
+
+// keep gives doc its tree and makes room for it.
+func (r *treeRing) keep(doc *document, tree *yaml.Node) {
+	doc.tree = tree
+	if tree == nil || doc.inRing {
+		return
+	}
+	doc.inRing = true
+	if len(r.docs) < maxCachedTrees {
+		r.docs = append(r.docs, doc)
+		return
+	}
+	oldest := r.docs[r.next]
+	oldest.tree, oldest.inRing = nil, false
+	r.docs[r.next] = doc
+	r.next = (r.next + 1) % maxCachedTrees
 }
 
 // parsedDesired is the desired document as a parser reads it, for the

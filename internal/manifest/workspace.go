@@ -83,7 +83,7 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 			// The text is the operator's rendering: learnt for free, so the
 			// next change (after a restart, say) replaces it unparsed.
 			current := file.original.docs[loc.section]
-			current.canonical, current.tree = true, nil
+			current.canonical, current.tree = true, nil // the ring forgets it in its turn
 		}
 		return nil
 	}

@@ -1,0 +1,107 @@
+package manifest_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"testing"
+
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
+)
+
+const memoryObjects = 20000
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkIndexMemory is what the index keeps per document for a subtree
+// of 20,000 one-document files (ConfigMaps of about 470 bytes): the live
+// heap it adds, file contents included (index-B/doc), once loaded
+// ("loaded"), after a commit of rendered writes has rewritten every
+// document ("committed": the steady state, the index then holds what the
+// plans made), and after such a commit into documents a person formatted
+// (a comment kept by the in-place editor), whose parse the index keeps
+// ("formatted"). The branch's blob cache holds the same file contents as
+// far as its size allows; here they count as the index's.
+func BenchmarkIndexMemory(b *testing.B) {
+	for _, stage := range []string{"loaded", "committed", "formatted"} {
+		b.Run(stage, func(b *testing.B) {
+			var perDoc float64
+			for b.Loop() {
+				base := liveHeap()
+				ix := memoryIndex(b, stage)
+				perDoc = float64(liveHeap()-base) / memoryObjects
+				writeHeapProfile(b, stage)
+				runtime.KeepAlive(ix)
+			}
+			b.ReportMetric(perDoc, "index-B/doc")
+		})
+	}
+}
+
+func memoryIndex(b *testing.B, stage string) *manifest.Index {
+	files := make(map[string][]byte, memoryObjects)
+	for i := range memoryObjects {
+		id := benchID(i, "app")
+		p, err := manifest.CanonicalPath(".", id, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files[p] = benchConfigMap(id.Namespace, id.Name, "1")
+		if stage == "formatted" {
+			files[p] = bytes.Replace(files[p], []byte("kind: ConfigMap\n"), []byte("kind: ConfigMap # kept by hand\n"), 1)
+		}
+	}
+	ix, err := manifest.NewIndex(".", files)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if stage == "loaded" {
+		return ix
+	}
+	ops := make([]manifest.Op, 0, memoryObjects)
+	for i := range memoryObjects {
+		id := benchID(i, "app")
+		text := benchConfigMap(id.Namespace, id.Name, "2")
+		node, err := yamledit.Decode(text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops = append(ops, manifest.Upsert{ID: id, YAML: text, Rendered: true, Node: node})
+	}
+	result, err := manifest.Plan(ix, ops)
+	if err != nil || len(result.Changes) != memoryObjects+1 {
+		b.Fatalf("planned %d changes: %v", len(result.Changes), err)
+	}
+	if err := ix.Apply(result.Changes); err != nil {
+		b.Fatal(err)
+	}
+	return ix
+}
+
+// writeHeapProfile writes the live heap, index and all, to
+// $GITOPS_REVERSER_HEAP_PROFILE_DIR/index-<stage>.pprof when that is set
+// (run with -test.memprofilerate=512 for a fine profile).
+func writeHeapProfile(b *testing.B, stage string) {
+	dir := os.Getenv("GITOPS_REVERSER_HEAP_PROFILE_DIR")
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, "index-"+stage+".pprof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}
