@@ -112,11 +112,14 @@ type Target struct {
 // Encryptor turns a sensitive object's sanitized YAML into a SOPS
 // document (internal/encryption).
 type Encryptor interface {
-	// Encrypt returns the encrypted document. object names the object;
+	// EncryptTree returns the encrypted document. object names the object;
 	// existing is its current document in Git, nil when it has none, and is
 	// returned unchanged when it already holds plaintext, so an unchanged
 	// object makes no commit.
-	Encrypt(object string, plaintext, existing []byte) ([]byte, error)
+	//
+	// tree is plaintext's tree when the write carries it (Write.Node), read
+	// instead of parsing plaintext; nil parses it.
+	EncryptTree(object string, plaintext []byte, tree *yaml.Node, existing []byte) ([]byte, error)
 	// SopsConfig is the .sops.yaml staged at the target root with the
 	// first write.
 	SopsConfig() []byte
