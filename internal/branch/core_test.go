@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/configbutler/gitops-reverser/forges"
 )
@@ -264,6 +265,26 @@ func TestCoreStateRoundTripsThroughJSON(t *testing.T) {
 	}
 	runCore(t, running, next)
 	runCore(t, restored, next)
+}
+
+// TestCoreJournalsNoRenderedTree: a write's rendered tree is a cache for
+// the planner, not state: the journal holds its YAML only, and the write
+// restored from it has no tree (the planner then parses the YAML once).
+func TestCoreJournalsNoRenderedTree(t *testing.T) {
+	running := testCore(nil)
+	ev := wrote(alice, "one")
+	ev.Write.Node = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	running.Step(t0, ev)
+	journal, err := json.Marshal(running)
+	require.NoError(t, err)
+	require.NotContains(t, string(journal), "Node")
+	restored := &Core{}
+	require.NoError(t, json.Unmarshal(journal, restored))
+	for _, wr := range restored.window.writes {
+		require.Nil(t, wr.Node)
+		require.Equal(t, ev.Write.YAML, wr.YAML)
+	}
+	require.Len(t, restored.window.writes, 1)
 }
 
 // TestCoreAnUnfinishedReplayHoldsItsWindow: a replay's window outlasts a
