@@ -26,16 +26,8 @@ func benchID(i int, prefix string) manifest.ObjectID {
 // benchIndex indexes benchObjects one-document files, as a canonical layout
 // written by the operator would hold them.
 func benchIndex(b *testing.B) (*manifest.Index, map[string][]byte) {
-	files := make(map[string][]byte, benchObjects+1)
+	files := benchFiles(b, benchObjects, func(text []byte) []byte { return text })
 	files["README.md"] = []byte("# existing\n")
-	for i := range benchObjects {
-		id := benchID(i, "app")
-		p, err := manifest.CanonicalPath(".", id, false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		files[p] = benchConfigMap(id.Namespace, id.Name, "1")
-	}
 	ix, err := manifest.NewIndex(".", files)
 	if err != nil {
 		b.Fatal(err)
@@ -43,9 +35,28 @@ func benchIndex(b *testing.B) (*manifest.Index, map[string][]byte) {
 	return ix, files
 }
 
+// benchFiles is n one-document files at their canonical paths, each text
+// passed through edit.
+func benchFiles(b *testing.B, n int, edit func([]byte) []byte) map[string][]byte {
+	files := make(map[string][]byte, n+1)
+	for i := range n {
+		id := benchID(i, "app")
+		p, err := manifest.CanonicalPath(".", id, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files[p] = edit(benchConfigMap(id.Namespace, id.Name, "1"))
+	}
+	return files
+}
+
 func benchUpserts(prefix, revision string) []manifest.Op {
-	ops := make([]manifest.Op, 0, benchObjects)
-	for i := range benchObjects {
+	return benchUpsertsOf(benchObjects, prefix, revision)
+}
+
+func benchUpsertsOf(n int, prefix, revision string) []manifest.Op {
+	ops := make([]manifest.Op, 0, n)
+	for i := range n {
 		id := benchID(i, prefix)
 		ops = append(ops, manifest.Upsert{ID: id, YAML: benchConfigMap(id.Namespace, id.Name, revision)})
 	}
@@ -174,7 +185,12 @@ func benchWritePath(b *testing.B, revisions [2][]manifest.Op) {
 // benchRendered is benchUpserts("app", revision) as the branch worker hands
 // them over: the operator's renderings, with their trees when withTree.
 func benchRendered(b *testing.B, revision string, withTree bool) []manifest.Op {
-	ops := benchUpserts("app", revision)
+	return renderedOps(b, benchUpserts("app", revision), withTree)
+}
+
+// renderedOps marks upserts as the operator's renderings, with their trees
+// when withTree.
+func renderedOps(b *testing.B, ops []manifest.Op, withTree bool) []manifest.Op {
 	for i, op := range ops {
 		u := op.(manifest.Upsert)
 		u.Rendered = true

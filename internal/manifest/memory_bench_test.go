@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/configbutler/gitops-reverser/internal/manifest"
-	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 const memoryObjects = 20000
@@ -49,18 +48,12 @@ func BenchmarkIndexMemory(b *testing.B) {
 }
 
 func memoryIndex(b *testing.B, stage string) *manifest.Index {
-	files := make(map[string][]byte, memoryObjects)
-	for i := range memoryObjects {
-		id := benchID(i, "app")
-		p, err := manifest.CanonicalPath(".", id, false)
-		if err != nil {
-			b.Fatal(err)
+	files := benchFiles(b, memoryObjects, func(text []byte) []byte {
+		if stage != "formatted" {
+			return text
 		}
-		files[p] = benchConfigMap(id.Namespace, id.Name, "1")
-		if stage == "formatted" {
-			files[p] = bytes.Replace(files[p], []byte("kind: ConfigMap\n"), []byte("kind: ConfigMap # kept by hand\n"), 1)
-		}
-	}
+		return bytes.Replace(text, []byte("kind: ConfigMap\n"), []byte("kind: ConfigMap # kept by hand\n"), 1)
+	})
 	ix, err := manifest.NewIndex(".", files)
 	if err != nil {
 		b.Fatal(err)
@@ -68,16 +61,7 @@ func memoryIndex(b *testing.B, stage string) *manifest.Index {
 	if stage == "loaded" {
 		return ix
 	}
-	ops := make([]manifest.Op, 0, memoryObjects)
-	for i := range memoryObjects {
-		id := benchID(i, "app")
-		text := benchConfigMap(id.Namespace, id.Name, "2")
-		node, err := yamledit.Decode(text)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ops = append(ops, manifest.Upsert{ID: id, YAML: text, Rendered: true, Node: node})
-	}
+	ops := renderedOps(b, benchUpsertsOf(memoryObjects, "app", "2"), true)
 	result, err := manifest.Plan(ix, ops)
 	if err != nil || len(result.Changes) != memoryObjects+1 {
 		b.Fatalf("planned %d changes: %v", len(result.Changes), err)
