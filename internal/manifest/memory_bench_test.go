@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"testing"
 
@@ -13,13 +14,12 @@ import (
 
 const memoryObjects = 20000
 
-// liveHeap is the heap in use after a full collection.
+// liveHeap is the heap the last full collection found reachable.
 func liveHeap() uint64 {
 	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
 
 // BenchmarkIndexMemory is what the index keeps per document for a subtree
