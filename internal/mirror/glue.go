@@ -103,7 +103,7 @@ func (g *streamGlue) caughtUp(ctx context.Context) error {
 // replayed forwards an object a replay reported, as the committer's.
 func (g *streamGlue) replayed(ctx context.Context, ev watch.Event) error {
 	// The tree is left behind: a replay queues every object of the scope,
-	// mostly unchanged, and a tree weighs several times its YAML; the few
+	// mostly unchanged, and a tree weighs about six times its YAML; the few
 	// that changed are parsed once by the planner.
 	id, content, _, ok := g.render(ev)
 	if !ok {
