@@ -121,7 +121,10 @@ func Plan(ix *Index, ops []Op) (Result, error) {
 // Plan turns a batch of operations into the file changes of one commit.
 // The last operation per object wins. It returns the acceptance gate's
 // *UnsupportedContentError, and plans nothing, when the subtree is refused.
-// The index is not modified: Apply the changes once they are committed.
+// The index's files are not modified: Apply the changes once they are
+// committed. A plan only lets the index learn about texts it already holds
+// (that a document is the operator's rendering, or its parse), which holds
+// whether the plan is committed or not.
 func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 	if err := ix.Check(); err != nil {
 		return Result{}, err // it names the root and every refused file; a wrap would repeat the root
