@@ -78,24 +78,53 @@ func TestTheWritePathParsesEachDocumentOnce(t *testing.T) {
 
 // TestARenderedWriteWritesWhatAnUnrenderedOneWrites: the tree changes how
 // much is parsed, never what is written. Each sequence of writes is planned
-// twice, with and without trees, and every commit's files must be equal.
+// twice on the same files, with and without trees, and every commit's
+// files must be equal: hand-kept and operator-written documents, new ones,
+// and the kustomization cases (overrides edited through, namespaces left
+// out, a new file beside the kustomization).
 func TestARenderedWriteWritesWhatAnUnrenderedOneWrites(t *testing.T) {
 	first, second, added := configMapID("team-a", "first"), configMapID("team-a", "second"), configMapID("team-a", "new")
-	sequences := map[string][][2]any{
-		"a commented document":         {{first, configMapYAML("team-a", "first", "changed")}, {first, configMapYAML("team-a", "first", "again")}, {first, configMapYAML("team-a", "first", "again")}},
-		"an operator-written document": {{second, secondBody}, {second, configMapYAML("team-a", "second", "changed")}, {second, configMapYAML("team-a", "second", "\"quoted: yes\"")}},
-		"a new object changed twice":   {{added, configMapYAML("team-a", "new", "1")}, {added, configMapYAML("team-a", "new", "2")}, {added, configMapYAML("team-a", "new", "\"3\"")}},
-		"the same as a commented text": {{first, configMapYAML("team-a", "first", "one")}, {first, configMapYAML("team-a", "first", "two")}},
-		"a deployment under a marker":  {{deploymentID("team-a", "third"), deploymentYAML("team-a", "third", 5)}, {deploymentID("team-a", "third"), deploymentYAML("team-a", "third", 6)}},
+	web, shopWeb, beside := deploymentID("team-a", "web"), deploymentID("shop", "web"), configMapID("team-a", "beside")
+	type write struct {
+		id   manifest.ObjectID
+		text string
 	}
-	for name, writes := range sequences {
-		t.Run(name, func(t *testing.T) {
-			plain, withTree := bundleIndex(t), bundleIndex(t)
-			for i, w := range writes {
-				id, text := w[0].(manifest.ObjectID), w[1].(string)
-				want := plan(t, plain, upsert(id, text))
-				got := plan(t, withTree, rendered(t, id, text))
+	bundle := func() (string, map[string]string) {
+		return "apps", withReadme("apps", map[string]string{bundlePath: bundle})
+	}
+	overrides := func() (string, map[string]string) {
+		return ".", withReadme(".", map[string]string{"kustomization.yaml": overrideKustomization, "deploy.yaml": overriddenDeployment})
+	}
+	tests := []struct {
+		name   string
+		files  func() (string, map[string]string)
+		writes []write
+	}{
+		{"a commented document", bundle, []write{{first, configMapYAML("team-a", "first", "changed")},
+			{first, configMapYAML("team-a", "first", "again")}, {first, configMapYAML("team-a", "first", "again")}}},
+		{"an operator-written document", bundle, []write{{second, secondBody},
+			{second, configMapYAML("team-a", "second", "changed")}, {second, configMapYAML("team-a", "second", `"quoted: yes"`)}}},
+		{"a new object changed twice", bundle, []write{{added, configMapYAML("team-a", "new", "1")},
+			{added, configMapYAML("team-a", "new", "2")}, {added, configMapYAML("team-a", "new", `"3"`)}}},
+		{"the same as a commented text", bundle, []write{{first, configMapYAML("team-a", "first", "one")},
+			{first, configMapYAML("team-a", "first", "two")}}},
+		{"a deployment under a marker", bundle, []write{{deploymentID("team-a", "third"), deploymentYAML("team-a", "third", 5)},
+			{deploymentID("team-a", "third"), deploymentYAML("team-a", "third", 6)}}},
+		{"overrides edited through", overrides, []write{{shopWeb, live(5, "nginx:1.27", "")},
+			{shopWeb, live(5, "nginx:1.28", "web")}, {shopWeb, live(3, "mirror.example.com/nginx:1.28", "")}}},
+		{"a namespace the kustomization sets", func() (string, map[string]string) { return "apps", teamFolder() },
+			[]write{{web, deploymentYAML("team-a", "web", 3)}, {web, deploymentYAML("team-a", "web", 4)},
+				{beside, configMapYAML("team-a", "beside", "1")}, {beside, configMapYAML("team-a", "beside", "2")}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root, files := tt.files()
+			plain, withTree := newIndex(t, root, files), newIndex(t, root, files)
+			for i, w := range tt.writes {
+				want := plan(t, plain, upsert(w.id, w.text))
+				got := plan(t, withTree, rendered(t, w.id, w.text))
 				require.Equal(t, contents(want), contents(got), "commit %d", i+1)
+				require.Equal(t, want.Objects, got.Objects, "commit %d", i+1)
 				require.NoError(t, plain.Apply(want.Changes))
 				require.NoError(t, withTree.Apply(got.Changes))
 			}
