@@ -31,6 +31,9 @@ const inlineContentMaxBytes = 1 << 20
 // the branch only as a fast forward, so a branch that moved since is
 // ErrConflict and keeps what the other writer committed: a chain of one.
 //
+// Each change's base blob says whether its path exists at the parent: a
+// delete of a path without one is left out rather than refused by GitHub.
+//
 // Requests per commit: 3 on a head whose tree the client knows (its own
 // last commit, or one it read with Tree), 4 otherwise; plus one per binary
 // or large file. A new branch costs the same (POST git/refs instead of the
