@@ -148,6 +148,7 @@ func (s *branchState) expect(contents [][]byte) { s.expected = contents }
 // already has under the target's path are the starting state, existing
 // documents the planner edits in place rather than writes again.
 func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
+	defer func() { s.expected = nil }() // named for this load only
 	ts, ok := s.targets[key]
 	if !ok {
 		return fmt.Errorf("GitTarget %s is not registered with the branch worker", key)
@@ -187,7 +188,6 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (files map[s
 	for _, c := range s.expected {
 		s.blobs.put(gitfile.BlobID(c, tip), c)
 	}
-	s.expected = nil
 	var missing []forges.TreeEntry
 	for _, e := range entries {
 		ids[e.Path] = e.BlobID
