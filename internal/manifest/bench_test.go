@@ -103,7 +103,7 @@ func BenchmarkApply2000Changes(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := ix.Apply(forward.Changes); err != nil {
+		if err := ix.Apply(forward); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -144,7 +144,7 @@ func BenchmarkWritePath2000Changes(b *testing.B) {
 		if len(result.Changes) != benchObjects {
 			b.Fatalf("planned %d changes, want %d", len(result.Changes), benchObjects)
 		}
-		if err := ix.Apply(result.Changes); err != nil {
+		if err := ix.Apply(result); err != nil {
 			b.Fatal(err)
 		}
 		parses += manifest.PlanParses(result) + manifest.IndexParses(ix) - before

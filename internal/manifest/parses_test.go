@@ -32,7 +32,7 @@ func TestTheWritePathParsesEachDocumentOnce(t *testing.T) {
 			result, err := manifest.Plan(ix, []manifest.Op{tt.op})
 			require.NoError(t, err)
 			require.Equal(t, tt.planParses, manifest.PlanParses(result), "parses in Plan")
-			require.NoError(t, ix.Apply(result.Changes))
+			require.NoError(t, ix.Apply(result))
 			require.Equal(t, before, manifest.IndexParses(ix), "parses in Apply")
 		})
 	}
