@@ -115,7 +115,7 @@ func BenchmarkApply2000Changes(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := ix.Apply(forward.Changes); err != nil {
+		if err := ix.Apply(forward); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -173,7 +173,7 @@ func benchWritePath(b *testing.B, revisions [2][]manifest.Op) {
 		if len(result.Changes) != benchObjects {
 			b.Fatalf("planned %d changes, want %d", len(result.Changes), benchObjects)
 		}
-		if err := ix.Apply(result.Changes); err != nil {
+		if err := ix.Apply(result); err != nil {
 			b.Fatal(err)
 		}
 		parses += result.Parses() + ix.Parses() - before

@@ -252,13 +252,13 @@ func (ix *Index) remove(p string, next *manifestFile) {
 
 // Apply folds a plan's changes into the index, as if the files had been
 // written and read again.
-func (ix *Index) Apply(changes []Change) error {
-	for _, change := range changes {
+func (ix *Index) Apply(plan Result) error {
+	for _, change := range plan.Changes {
 		if change.Delete {
 			ix.Remove(change.Path)
 			continue
 		}
-		if err := ix.add(change.Path, change.Content, change.parsed); err != nil {
+		if err := ix.add(change.Path, change.Content, plan.parsed[change.Path]); err != nil {
 			return fmt.Errorf("apply change to %s: %w", change.Path, err)
 		}
 	}

@@ -66,7 +66,7 @@ func memoryIndex(b *testing.B, stage string) *manifest.Index {
 	if err != nil || len(result.Changes) != memoryObjects+1 {
 		b.Fatalf("planned %d changes: %v", len(result.Changes), err)
 	}
-	if err := ix.Apply(result.Changes); err != nil {
+	if err := ix.Apply(result); err != nil {
 		b.Fatal(err)
 	}
 	return ix

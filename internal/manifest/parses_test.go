@@ -69,7 +69,7 @@ func TestTheWritePathParsesEachDocumentOnce(t *testing.T) {
 				require.NoError(t, err)
 				require.Empty(t, result.Refusals)
 				require.Equal(t, tt.planParses[i], manifest.PlanParses(result), "parses in Plan %d", i+1)
-				require.NoError(t, ix.Apply(result.Changes))
+				require.NoError(t, ix.Apply(result))
 				require.Equal(t, before, manifest.IndexParses(ix), "parses in Apply %d", i+1)
 			}
 		})
@@ -125,8 +125,8 @@ func TestARenderedWriteWritesWhatAnUnrenderedOneWrites(t *testing.T) {
 				got := plan(t, withTree, rendered(t, w.id, w.text))
 				require.Equal(t, contents(want), contents(got), "commit %d", i+1)
 				require.Equal(t, want.Objects, got.Objects, "commit %d", i+1)
-				require.NoError(t, plain.Apply(want.Changes))
-				require.NoError(t, withTree.Apply(got.Changes))
+				require.NoError(t, plain.Apply(want))
+				require.NoError(t, withTree.Apply(got))
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/configbutler/gitops-reverser/gitfile"
 	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 )
 
@@ -53,26 +54,24 @@ type write struct {
 	remove    bool
 }
 
-// Change is one file change of a commit: new content for Path, or its
-// deletion.
-type Change struct {
-	Path    string
-	Content []byte
-	Delete  bool
-	// parsed is Content as the index holds it, built by the plan from the
-	// documents it already parsed, so Apply parses nothing again.
-	parsed *manifestFile
-}
-
 // Result is a planned commit: the file changes, the objects they write,
 // and the objects refused fail-safe (their writes are left out; everything
 // else is planned).
 type Result struct {
-	Changes  []Change       // sorted by path
+	// Changes are the commit's file changes, sorted by path. The planner
+	// leaves their BaseBlob empty: the index knows contents, the caller
+	// knows blob ids.
+	Changes []gitfile.Change
+
 	Objects  []ObjectChange // in planning order: deletes, then by identity
 	Refusals []Refusal      // in planning order
 	// parses counts the YAML documents the plan decoded (benchmarks read it).
 	parses int
+	// parsed holds, by path, a changed file's content as the index holds
+	// it, built by the plan from the documents it already parsed, so Apply
+	// parses nothing again. It stays beside the changes, not on them: a
+	// change is what the forge sees.
+	parsed map[string]*manifestFile
 }
 
 // Parses is the number of YAML documents the plan decoded: what a benchmark
@@ -136,7 +135,7 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 			refusals = append(refusals, *refusal)
 		}
 	}
-	changes, err := ws.changes()
+	changes, parsed, err := ws.changes()
 	if err != nil {
 		return Result{}, err
 	}
@@ -144,7 +143,7 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 		changes = append(changes, p.bootstrapChanges(ix, ws.files)...)
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
-	return Result{Changes: changes, Objects: ws.objects, Refusals: refusals, parses: ws.parses}, nil
+	return Result{Changes: changes, Objects: ws.objects, Refusals: refusals, parses: ws.parses, parsed: parsed}, nil
 }
 
 // lastWriteWins keeps the final operation per object and orders the result
@@ -174,7 +173,7 @@ func lastWriteWins(ops []Op) []write {
 }
 
 // bootstrapChanges adds the bootstrap files the root lacks.
-func (p Planner) bootstrapChanges(ix *Index, touched map[string]*fileEdit) []Change {
+func (p Planner) bootstrapChanges(ix *Index, touched map[string]*fileEdit) []gitfile.Change {
 	files := p.Bootstrap
 	if files == nil {
 		files = map[string][]byte{readmeName: BootstrapReadme(ix.root)}
@@ -184,13 +183,13 @@ func (p Planner) bootstrapChanges(ix *Index, touched map[string]*fileEdit) []Cha
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var changes []Change
+	var changes []gitfile.Change
 	for _, name := range names {
 		target := path.Join(ix.root, name)
 		if _, written := touched[target]; written || ix.Has(target) {
 			continue
 		}
-		changes = append(changes, Change{Path: target, Content: files[name]})
+		changes = append(changes, gitfile.Change{Path: target, Content: files[name]})
 	}
 	return changes
 }

@@ -9,6 +9,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/configbutler/gitops-reverser/gitfile"
 	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
@@ -333,25 +334,29 @@ func (ws *workspace) edit(p string) *fileEdit {
 }
 
 // changes renders every touched file and keeps those that differ, with the
-// kustomizations' resources: lists edited to match.
-func (ws *workspace) changes() ([]Change, error) {
-	var changes []Change
+// kustomizations' resources: lists edited to match. parsed holds, by path,
+// the files the plan already holds parsed (see renderParsed).
+func (ws *workspace) changes() (changes []gitfile.Change, parsed map[string]*manifestFile, err error) {
+	parsed = map[string]*manifestFile{}
 	var deleted []string
 	for p, file := range ws.files {
-		content, parsed := file.renderParsed()
+		content, rendered := file.renderParsed()
 		switch {
 		case content == nil && file.original != nil:
-			changes = append(changes, Change{Path: p, Delete: true})
+			changes = append(changes, gitfile.Change{Path: p, Delete: true})
 			deleted = append(deleted, p)
 		case content == nil:
 		case file.original != nil && bytes.Equal(content, file.original.content):
 		default:
-			changes = append(changes, Change{Path: p, Content: content, parsed: parsed})
+			changes = append(changes, gitfile.Change{Path: p, Content: content})
+			if rendered != nil {
+				parsed[p] = rendered
+			}
 		}
 	}
 	kustomizations, err := ws.kustomizationChanges(deleted)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return append(changes, kustomizations...), nil
+	return append(changes, kustomizations...), parsed, nil
 }

@@ -117,7 +117,7 @@ func benchWritePathEndToEnd(b *testing.B, how handover) {
 		if err != nil || len(result.Changes) != writePathObjects {
 			b.Fatalf("planned %d changes, want %d: %v", len(result.Changes), writePathObjects, err)
 		}
-		if err := ix.Apply(result.Changes); err != nil {
+		if err := ix.Apply(result); err != nil {
 			b.Fatal(err)
 		}
 		yamlParses += result.Parses() + ix.Parses() - before
