@@ -182,7 +182,9 @@ func TestCoreATargetsOwnFailureParksOnlyThatTarget(t *testing.T) {
 // stays in flight (a window closed during the wait goes out after it), and
 // past the bound the writes wait for the retry backoff like any failure.
 func TestCoreAConflictIsReplayedAfterAGrowingWaitThenKeptForARetry(t *testing.T) {
-	conflict := func(jitter float64) ConflictEvent { return ConflictEvent{Seq: 0, Err: forges.ErrConflict, Jitter: jitter} }
+	conflict := func(jitter float64) ConflictEvent {
+		return ConflictEvent{Seq: 0, Err: forges.ErrConflict, Jitter: jitter}
+	}
 	runCore(t, testCore(func(c *CoreConfig) {
 		c.MaxAttempts = 3
 		c.ConflictBackoff = retry.Exponential(100*time.Millisecond, 5*time.Second)
