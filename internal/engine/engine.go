@@ -43,6 +43,8 @@ type Options struct {
 	Cursors mirror.CursorStore
 	// CursorObserver counts cursor writes and store errors.
 	CursorObserver mirror.CursorObserver
+	// Builders build what a worker commits with (PrepareWorker).
+	Builders Builders
 	// ClaimsChanged, when set, is called after a target is applied or
 	// removed: LocalClaims may have changed (the admission observer's
 	// registration follows them). It must not block.
