@@ -17,9 +17,13 @@ import (
 // seen records, as words, what each consumer of the fan-out was told.
 type seen struct{ calls []string }
 
-func (s *seen) add(format string, args ...any) { s.calls = append(s.calls, fmt.Sprintf(format, args...)) }
+func (s *seen) add(format string, args ...any) {
+	s.calls = append(s.calls, fmt.Sprintf(format, args...))
+}
 
-func (s *seen) committed(c branch.CommitInfo) { s.add("status: committed %s to %s", c.Commit, c.Target) }
+func (s *seen) committed(c branch.CommitInfo) {
+	s.add("status: committed %s to %s", c.Commit, c.Target)
+}
 func (s *seen) planned(t branch.TargetKey, carried []manifest.ObjectID, refusals []manifest.Refusal) {
 	s.add("status: planned %d objects of %s, %d refused", len(carried), t, len(refusals))
 }
