@@ -110,6 +110,12 @@ func (w *Worker) notify(o Outcome) {
 		w.cfg.Log.Info("commit failed; keeping the writes for a retry",
 			"target", o.Target.String(), "retryIn", o.RetryIn.String(), "error", o.Err.Error())
 		o.Err = wrapTarget(o.Target, o.Err)
+	case OutcomeReplaying:
+		// Told to the log only: the window's end comes later, as
+		// Committed or Failed, and nothing outside waits on a replay.
+		w.cfg.Log.V(1).Info("branch moved; replaying the window on the new head",
+			"target", o.Target.String(), "replayIn", o.RetryIn.String(), "error", o.Err.Error())
+		return
 	case OutcomeSettled, OutcomeFlushed:
 		reply, ok := w.waiters[o.Waiter]
 		if !ok {

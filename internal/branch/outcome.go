@@ -29,6 +29,10 @@ const (
 	// OutcomeFailed: a window of Target failed with Err and is retried in
 	// RetryIn.
 	OutcomeFailed OutcomeKind = "Failed"
+	// OutcomeReplaying: a window of Target met a branch another writer
+	// moved (Err) and is committed again on the new head in RetryIn. The
+	// executor logs it; it does not leave the worker.
+	OutcomeReplaying OutcomeKind = "Replaying"
 	// OutcomeSettled: settle waiter Waiter has nothing of its target
 	// held any more; Head is the branch head its writes are in.
 	OutcomeSettled OutcomeKind = "Settled"
