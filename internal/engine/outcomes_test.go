@@ -138,3 +138,26 @@ func TestTheStreamDeliversWhatWorkersSendWhileTheyStop(t *testing.T) {
 	require.True(t, ok, "delivered before Start returned")
 	require.Equal(t, branch.RequestFinalizeFailed, o.Reason)
 }
+
+// BenchmarkTheOutcomeStream is the cost of one commit's outcomes
+// (Planned, Committed, WentThrough) through the stream and the fan-out
+// into the engine's own status state, for a target that is mirrored: what
+// bounds how fast the stream drains.
+func BenchmarkTheOutcomeStream(b *testing.B) {
+	e := New(Options{})
+	target := branch.TargetKey{Namespace: "team", Name: "mirror"}
+	e.targets[target] = &targetEntry{refused: refusalSet{}}
+	worker := branch.Key{ProviderNamespace: "team", Provider: "repo", Branch: "main"}
+	object := manifest.ObjectID{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "team", Name: "a"}
+	fanned := make(chan struct{})
+	go e.runOutcomes(fanned)
+	b.ReportAllocs()
+	for b.Loop() {
+		e.outcomes <- branch.Outcome{Kind: branch.OutcomePlanned, Worker: worker, Target: target, Carried: []manifest.ObjectID{object}}
+		e.outcomes <- branch.Outcome{Kind: branch.OutcomeCommitted, Worker: worker, Target: target,
+			Commit: &branch.CommitInfo{Target: target, Commit: "c1"}, Stats: &branch.CommitStats{Objects: 1}}
+		e.outcomes <- branch.Outcome{Kind: branch.OutcomeWentThrough, Worker: worker, Target: target}
+	}
+	close(e.outcomes)
+	<-fanned
+}
