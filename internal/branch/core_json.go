@@ -12,8 +12,8 @@ import (
 )
 
 // coreJSON is the Core's state as plain, exported data: what a journal
-// keeps. A Request keeps everything but its Done callback, which the
-// executor that restores the state binds again.
+// keeps. A Request keeps everything but its outcome, which is the
+// stream's, not the core's.
 type coreJSON struct {
 	Config         CoreConfig
 	Window         *window `json:",omitempty"`

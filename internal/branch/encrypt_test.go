@@ -80,7 +80,7 @@ func TestASensitiveObjectIsEncryptedAndStaysStableAcrossARestart(t *testing.T) {
 func TestWithoutAnEncryptorASensitiveObjectIsRefusedAndTheRestCommits(t *testing.T) {
 	var refused []manifest.Refusal
 	w := newWorker(t, "no-encryptor", nil, func(c *branch.Config) {
-		c.OnPlanned = func(_ branch.TargetKey, _ []manifest.ObjectID, r []manifest.Refusal) { refused = append(refused, r...) }
+		onOutcome(t, c, branch.OutcomePlanned, func(o branch.Outcome) { refused = append(refused, o.Refusals...) })
 	})
 	write(t, w, branch.Author{}, secret("db", "aHVudGVyMg=="))
 	write(t, w, branch.Author{}, cm("visible", "1"))
@@ -105,7 +105,7 @@ func (brokenEncryptor) SopsConfig() []byte { return []byte("creation_rules: []\n
 func TestAFailedEncryptionRefusesOnlyThatObject(t *testing.T) {
 	var refused []manifest.Refusal
 	w := newWorker(t, "encrypt-fails", nil, func(c *branch.Config) {
-		c.OnPlanned = func(_ branch.TargetKey, _ []manifest.ObjectID, r []manifest.Refusal) { refused = append(refused, r...) }
+		onOutcome(t, c, branch.OutcomePlanned, func(o branch.Outcome) { refused = append(refused, o.Refusals...) })
 	})
 	setEncryptor(t, w, brokenEncryptor{})
 	write(t, w, branch.Author{}, secret("db", "aHVudGVyMg=="))

@@ -42,17 +42,13 @@ func (w *Worker) handle(ctx context.Context, msg any) {
 	case targetMsg:
 		w.updateTarget(m)
 	case settledMsg:
-		w.lastWaiter++
-		w.settleFns[w.lastWaiter] = m.fn
-		w.step(ctx, SettleEvent{ID: w.lastWaiter, Target: m.target})
+		w.step(ctx, SettleEvent{ID: w.wait(func(o Outcome) { m.fn(o.Head) }), Target: m.target})
 	case rereadMsg:
 		w.state.known = false
 	case attachMsg:
 		w.step(ctx, AttachEvent{Request: m.req})
 	case flushMsg:
-		w.lastWaiter++
-		w.flushDone[w.lastWaiter] = m.done
-		w.step(ctx, FlushEvent{ID: w.lastWaiter, Target: m.target})
+		w.step(ctx, FlushEvent{ID: w.wait(func(o Outcome) { m.done <- o.Err }), Target: m.target})
 	}
 }
 
@@ -93,40 +89,63 @@ func (w *Worker) updateTarget(m targetMsg) {
 	}
 }
 
-// notify tells the outside an outcome, adding what only the executor
-// knows: where a commit is, and the branch head settled writes are in.
+// wait numbers a waiter the core will name in an outcome, and keeps its
+// reply for that outcome.
+func (w *Worker) wait(reply func(Outcome)) uint64 {
+	w.lastWaiter++
+	w.waiters[w.lastWaiter] = reply
+	return w.lastWaiter
+}
+
+// notify sends an outcome of the core on the stream, adding what only the
+// executor knows: where a commit is, the branch head settled writes are
+// in, and the waiter's reply.
 func (w *Worker) notify(o Outcome) {
 	switch o.Kind {
 	case OutcomeRequest:
-		res := o.Result
-		if res.Reason == RequestCommitted {
-			res.Branch, res.URL = w.cfg.Key.Branch, w.cfg.Forge.CommitURL(res.Commit)
-		}
-		o.Request.end(res)
-	case OutcomeWentThrough:
-		if w.cfg.OnSettled != nil {
-			w.cfg.OnSettled(o.Target)
+		if o.Result.Reason == RequestCommitted {
+			o.Result.Branch, o.Result.URL = w.cfg.Key.Branch, w.cfg.Forge.CommitURL(o.Result.Commit)
 		}
 	case OutcomeFailed:
 		w.cfg.Log.Info("commit failed; keeping the writes for a retry",
 			"target", o.Target.String(), "retryIn", o.RetryIn.String(), "error", o.Err.Error())
-		if w.cfg.OnError != nil {
-			w.cfg.OnError(o.Target, wrapTarget(o.Target, o.Err))
-		}
+		o.Err = wrapTarget(o.Target, o.Err)
 	case OutcomeReplaying:
+		// Told to the log only: the window's end comes later, as
+		// Committed or Failed, and nothing outside waits on a replay.
 		w.cfg.Log.V(1).Info("branch moved; replaying the window on the new head",
 			"target", o.Target.String(), "replayIn", o.RetryIn.String(), "error", o.Err.Error())
-	case OutcomeSettled:
-		if fn, ok := w.settleFns[o.Waiter]; ok {
-			delete(w.settleFns, o.Waiter)
-			fn(w.settledHead())
+		return
+	case OutcomeSettled, OutcomeFlushed:
+		reply, ok := w.waiters[o.Waiter]
+		if !ok {
+			return
 		}
-	case OutcomeFlushed:
-		if done, ok := w.flushDone[o.Waiter]; ok {
-			delete(w.flushDone, o.Waiter)
-			done <- o.Err
+		delete(w.waiters, o.Waiter)
+		o.reply = reply
+		if o.Kind == OutcomeSettled {
+			o.Head = w.settledHead()
 		}
 	}
+	w.emit(o)
+}
+
+// emit puts o on the outcome stream. A full stream is waited on, counted,
+// rather than dropped: the consumer only updates state in memory and
+// coalesces what it hands the reconcilers, so the wait is short.
+func (w *Worker) emit(o Outcome) {
+	o.Worker = w.cfg.Key
+	if w.cfg.Outcomes == nil {
+		o.Answer()
+		return
+	}
+	select {
+	case w.cfg.Outcomes <- o:
+		return
+	default:
+	}
+	w.cfg.Observer.OutcomeWait(w.cfg.Key)
+	w.cfg.Outcomes <- o
 }
 
 // resetTimer wakes the loop when the core asked to be told the time.

@@ -141,26 +141,24 @@ func (w *Worker) requests() int64 {
 
 func (w *Worker) observeCommit(win *window, plan *windowPlan, res forges.CommitResult, start time.Time, requests int64) {
 	now := w.cfg.Clock.Now()
-	w.cfg.Observer.Commit(w.cfg.Key, CommitStats{Author: win.author.kind(), Objects: len(plan.changes),
-		SweepDeletes: plan.sweepDeletes, Took: now.Sub(start), Requests: int(requests),
-		Target: win.target, Placements: plan.placements})
+	var latencies []time.Duration
 	for _, wr := range win.writes {
 		if !wr.Received.IsZero() {
-			w.cfg.Observer.EventToCommit(w.cfg.Key, now.Sub(wr.Received))
+			latencies = append(latencies, now.Sub(wr.Received))
 		}
 	}
-	if w.cfg.OnCommit != nil {
-		w.cfg.OnCommit(CommitInfo{Target: win.target, Commit: res.Commit, URL: w.cfg.Forge.CommitURL(res.Commit),
-			Time: now, Author: win.author, Objects: len(plan.changes)})
-	}
+	w.emit(Outcome{Kind: OutcomeCommitted, Target: win.target,
+		Commit: &CommitInfo{Target: win.target, Commit: res.Commit, URL: w.cfg.Forge.CommitURL(res.Commit),
+			Time: now, Author: win.author, Objects: len(plan.changes)},
+		Stats: &CommitStats{Author: win.author.kind(), Objects: len(plan.changes),
+			SweepDeletes: plan.sweepDeletes, Took: now.Sub(start), Requests: int(requests),
+			Target: win.target, Placements: plan.placements},
+		Latencies: latencies})
 }
 
 func (w *Worker) reportRefusals(win *window, plan *windowPlan) {
 	for _, r := range plan.refusals {
-		w.cfg.Observer.Refused(w.cfg.Key, string(r.Reason))
 		w.cfg.Log.Info("not writing an object", "target", win.target.String(), "object", r.ID.String(), "reason", string(r.Reason), "detail", r.Detail)
 	}
-	if w.cfg.OnPlanned != nil {
-		w.cfg.OnPlanned(win.target, win.order, plan.refusals)
-	}
+	w.emit(Outcome{Kind: OutcomePlanned, Target: win.target, Carried: win.order, Refusals: plan.refusals})
 }

@@ -6,18 +6,15 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
 
-// Observer is told what workers do, for metrics.
+// Observer is told what a worker's loop does, for metrics. What leaves
+// the worker (commits, refusals, latencies) is an Outcome on its stream.
 type Observer interface {
 	QueueDepth(worker Key, depth int)
-	// Commit: a commit reached the remote.
-	Commit(worker Key, stats CommitStats)
-	// EventToCommit: one write reached the remote latency after its watch
-	// event arrived.
-	EventToCommit(worker Key, latency time.Duration)
 	// Conflict: the branch moved under a commit; it is replayed.
 	Conflict(worker Key)
-	// Refused: an object was not written, for reason.
-	Refused(worker Key, reason string)
+	// OutcomeWait: the outcome stream was full, and the worker waited for
+	// its consumer.
+	OutcomeWait(worker Key)
 }
 
 // CommitStats describes one commit for metrics.
@@ -41,8 +38,6 @@ type CommitStats struct {
 // NopObserver observes nothing.
 type NopObserver struct{}
 
-func (NopObserver) QueueDepth(Key, int)              {}
-func (NopObserver) Commit(Key, CommitStats)          {}
-func (NopObserver) EventToCommit(Key, time.Duration) {}
-func (NopObserver) Conflict(Key)                     {}
-func (NopObserver) Refused(Key, string)              {}
+func (NopObserver) QueueDepth(Key, int) {}
+func (NopObserver) Conflict(Key)        {}
+func (NopObserver) OutcomeWait(Key)     {}

@@ -3,6 +3,7 @@ package branch
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -11,7 +12,10 @@ import (
 // any other reason), with Message as its commit message.
 type Request struct {
 	// ID names the request in logs (namespace/name).
-	ID     string
+	ID string
+	// Name is the CommitRequest's name; it lives in its target's
+	// namespace.
+	Name   string
 	Target TargetKey
 	// Submitter is the author the admission webhook named. Nil claims no
 	// actor: the request then closes only a window that names nobody (the
@@ -21,9 +25,22 @@ type Request struct {
 	Deadline time.Time
 	// Message, when set, is the commit message verbatim.
 	Message string
-	// Done is told the outcome, once, on the worker's goroutine; it must
-	// not block.
-	Done func(RequestOutcome) `json:"-"`
+
+	// mu guards outcome, which the stream's consumer sets (Outcome.Answer)
+	// and the CommitRequest controller reads; neither is state the core
+	// keeps.
+	mu      sync.Mutex
+	outcome *RequestOutcome
+}
+
+// Outcome is how the request ended; false while it has not.
+func (r *Request) Outcome() (RequestOutcome, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.outcome == nil {
+		return RequestOutcome{}, false
+	}
+	return *r.outcome, true
 }
 
 // RequestReason is how a request ended; the CommitRequest's Ready reason
@@ -220,8 +237,8 @@ func (c *Core) end(r *Request, o RequestOutcome) {
 	c.notify(Outcome{Kind: OutcomeRequest, Target: r.Target, Request: r, Result: o})
 }
 
-func (r *Request) end(o RequestOutcome) {
-	if r.Done != nil {
-		r.Done(o)
-	}
+func (r *Request) answer(o RequestOutcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.outcome = &o
 }

@@ -34,18 +34,34 @@ func change(name string) Write {
 		YAML: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: team\n")}
 }
 
-// request is a CommitRequest due after delay whose outcome lands in *got.
-func request(w *Worker, key TargetKey, submitter *Author, delay time.Duration, message string, got *[]RequestOutcome) *Request {
-	return &Request{ID: "team/save", Target: key, Submitter: submitter, Deadline: w.cfg.Clock.Now().Add(delay), Message: message,
-		Done: func(o RequestOutcome) { *got = append(*got, o) }}
+// answers are the requests a test attached, whose outcomes it reads.
+type answers struct{ requests []*Request }
+
+// all is the outcomes of the requests answered so far, in attach order.
+func (a *answers) all() []RequestOutcome {
+	var out []RequestOutcome
+	for _, r := range a.requests {
+		if o, ok := r.Outcome(); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// request is a CommitRequest due after delay whose outcome got reads; the
+// hand-driven worker has no stream, so it answers the request itself.
+func request(w *Worker, key TargetKey, submitter *Author, delay time.Duration, message string, got *answers) *Request {
+	r := &Request{ID: "team/save", Name: "save", Target: key, Submitter: submitter, Deadline: w.cfg.Clock.Now().Add(delay), Message: message}
+	got.requests = append(got.requests, r)
+	return r
 }
 
 func TestARequestClosesItsSubmittersWindowAtTheDeadlineWithItsMessage(t *testing.T) {
 	ctx := context.Background()
 	w, forge, step, key := requestWorker(t)
-	var got []RequestOutcome
+	got := &answers{}
 	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
-	w.handle(ctx, attachMsg{req: request(w, key, &alice, 2*time.Second, "Release 1.2: tune limits", &got)})
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, 2*time.Second, "Release 1.2: tune limits", got)})
 	step(time.Second)
 	require.Empty(t, forge.commits, "the close delay lets the submitter's own changes join")
 	w.handle(ctx, writeMsg{target: key, author: alice, write: change("two")})
@@ -56,22 +72,22 @@ func TestARequestClosesItsSubmittersWindowAtTheDeadlineWithItsMessage(t *testing
 	require.Equal(t, "Alice", forge.commits[0].Author.Name)
 	require.Len(t, forge.commits[0].Changes, 3, "both changes and the README")
 	require.Equal(t, []RequestOutcome{{Reason: RequestCommitted, Branch: "main", Commit: "0000000000000000000000000000000000000001",
-		Detail: "committed and pushed"}}, got)
+		Detail: "committed and pushed"}}, got.all())
 }
 
 func TestARequestNeverClosesAnotherAuthorsWindow(t *testing.T) {
 	ctx := context.Background()
 	w, forge, step, key := requestWorker(t)
-	var got []RequestOutcome
+	got := &answers{}
 	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
-	w.handle(ctx, attachMsg{req: request(w, key, &bob, 0, "Bob's save", &got)})
-	require.Len(t, got, 1)
-	require.Equal(t, RequestWindowMismatch, got[0].Reason)
-	require.Contains(t, got[0].Detail, "Alice")
+	w.handle(ctx, attachMsg{req: request(w, key, &bob, 0, "Bob's save", got)})
+	require.Len(t, got.all(), 1)
+	require.Equal(t, RequestWindowMismatch, got.all()[0].Reason)
+	require.Contains(t, got.all()[0].Detail, "Alice")
 	require.Empty(t, forge.commits, "Alice's window is untouched")
 
-	w.handle(ctx, attachMsg{req: request(w, key, nil, 0, "nobody's save", &got)})
-	require.Equal(t, RequestWindowMismatch, got[1].Reason, "a request that claims no actor closes no named window")
+	w.handle(ctx, attachMsg{req: request(w, key, nil, 0, "nobody's save", got)})
+	require.Equal(t, RequestWindowMismatch, got.all()[1].Reason, "a request that claims no actor closes no named window")
 
 	step(time.Hour)
 	require.Len(t, forge.commits, 1, "the window closes by silence")
@@ -81,41 +97,41 @@ func TestARequestNeverClosesAnotherAuthorsWindow(t *testing.T) {
 func TestARequestWithNoWindowByItsDeadlineEndsWithoutACommit(t *testing.T) {
 	ctx := context.Background()
 	w, forge, step, key := requestWorker(t)
-	var got []RequestOutcome
-	w.handle(ctx, attachMsg{req: request(w, key, &alice, 3*time.Second, "", &got)})
+	got := &answers{}
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, 3*time.Second, "", got)})
 	step(2 * time.Second)
-	require.Empty(t, got)
+	require.Empty(t, got.all())
 	w.handle(ctx, writeMsg{target: key, author: bob, write: change("bobs")}) // not hers to close
 	step(time.Second)
-	require.Len(t, got, 1)
-	require.Equal(t, RequestWindowMismatch, got[0].Reason)
+	require.Len(t, got.all(), 1)
+	require.Equal(t, RequestWindowMismatch, got.all()[0].Reason)
 
-	w.handle(ctx, attachMsg{req: request(w, TargetKey{Namespace: "team", Name: "other"}, &alice, time.Second, "", &got)})
+	w.handle(ctx, attachMsg{req: request(w, TargetKey{Namespace: "team", Name: "other"}, &alice, time.Second, "", got)})
 	step(time.Second)
-	require.Equal(t, RequestNoWindowInGrace, got[1].Reason)
+	require.Equal(t, RequestNoWindowInGrace, got.all()[1].Reason)
 	require.Empty(t, forge.commits)
 }
 
 func TestAWindowOpenedWithinTheDelayIsClosedByTheWaitingRequest(t *testing.T) {
 	ctx := context.Background()
 	w, forge, step, key := requestWorker(t)
-	var got []RequestOutcome
-	w.handle(ctx, attachMsg{req: request(w, key, nil, 5*time.Second, "saved", &got)})
+	got := &answers{}
+	w.handle(ctx, attachMsg{req: request(w, key, nil, 5*time.Second, "saved", got)})
 	step(2 * time.Second)
 	w.handle(ctx, writeMsg{target: key, write: change("late")}) // the committer's: names nobody
 	step(3 * time.Second)
 	require.Len(t, forge.commits, 1)
 	require.Equal(t, "saved", forge.commits[0].Message)
-	require.Equal(t, RequestCommitted, got[0].Reason)
+	require.Equal(t, RequestCommitted, got.all()[0].Reason)
 }
 
 func TestARequestedWindowIsNeverMergedWithAnother(t *testing.T) {
 	ctx := context.Background()
 	w, forge, _, key := requestWorker(t)
-	var got []RequestOutcome
+	got := &answers{}
 	w.core.retryAt = w.cfg.Clock.Now().Add(time.Hour) // the forge asked to wait: windows pile up
 	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
-	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", &got)})
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", got)})
 	w.handle(ctx, writeMsg{target: key, author: alice, write: change("two")})
 	w.finalize(ctx)
 	w.core.retryAt = time.Time{}
@@ -151,34 +167,34 @@ func TestAFailedRequestedCommitReportsAndIsRetriedWithItsMessage(t *testing.T) {
 	w, _, step, key := requestWorker(t)
 	forge := &failingOnce{}
 	onForge(w, key, forge)
-	var got []RequestOutcome
+	got := &answers{}
 	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
-	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", &got)})
-	require.Len(t, got, 1)
-	require.Equal(t, RequestFinalizeFailed, got[0].Reason)
-	require.Contains(t, got[0].Detail, "the remote refused")
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", got)})
+	require.Len(t, got.all(), 1)
+	require.Equal(t, RequestFinalizeFailed, got.all()[0].Reason)
+	require.Contains(t, got.all()[0].Detail, "the remote refused")
 
 	step(time.Minute) // past the retry backoff
 	require.Len(t, forge.commits, 1)
 	require.Equal(t, "hers", forge.commits[0].Message)
-	require.Len(t, got, 1, "a request ends once")
+	require.Len(t, got.all(), 1, "a request ends once")
 }
 
 func TestARequestEndsWhenItsTargetOrWorkerGoesAway(t *testing.T) {
 	ctx := context.Background()
 	w, _, _, key := requestWorker(t)
-	var got []RequestOutcome
-	w.handle(ctx, attachMsg{req: request(w, key, &alice, time.Hour, "", &got)})
+	got := &answers{}
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, time.Hour, "", got)})
 	w.handle(ctx, writeMsg{target: key, author: alice, write: change("one")})
 	w.handle(ctx, targetMsg{target: Target{Key: key}, remove: true})
-	require.Len(t, got, 1)
-	require.Equal(t, RequestFinalizeFailed, got[0].Reason)
+	require.Len(t, got.all(), 1)
+	require.Equal(t, RequestFinalizeFailed, got.all()[0].Reason)
 
-	w.handle(ctx, attachMsg{req: request(w, key, &alice, time.Hour, "", &got)})
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, time.Hour, "", got)})
 	w.Discard()
 	w.shutdown()
-	require.Len(t, got, 2)
-	require.Equal(t, RequestFinalizeFailed, got[1].Reason)
+	require.Len(t, got.all(), 2)
+	require.Equal(t, RequestFinalizeFailed, got.all()[1].Reason)
 }
 
 // failingForge fails every commit as the forge's own failure.
@@ -202,12 +218,12 @@ func TestARequestQueuedBehindAFailingCommitReportsTheFailure(t *testing.T) {
 			onForge(w, key, tc.forge)
 			w.handle(ctx, writeMsg{target: key, author: alice, write: change("first")})
 			w.finalize(ctx) // fails, and waits for its retry
-			var got []RequestOutcome
+			got := &answers{}
 			w.handle(ctx, writeMsg{target: key, author: alice, write: change("second")})
-			w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", &got)})
-			require.Len(t, got, 1)
-			require.Equal(t, RequestFinalizeFailed, got[0].Reason)
-			require.Contains(t, got[0].Detail, "an earlier commit of this branch failed")
+			w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", got)})
+			require.Len(t, got.all(), 1)
+			require.Equal(t, RequestFinalizeFailed, got.all()[0].Reason)
+			require.Contains(t, got.all()[0].Detail, "an earlier commit of this branch failed")
 		})
 	}
 }
@@ -217,15 +233,15 @@ func TestARequestQueuedBehindAFailingCommitReportsTheFailure(t *testing.T) {
 func TestARequestWhoseEveryObjectIsRefusedIsNoSuccess(t *testing.T) {
 	ctx := context.Background()
 	w, forge, _, key := requestWorker(t)
-	var got []RequestOutcome
+	got := &answers{}
 	secret := change("creds")
 	secret.ID.Kind, secret.ID.Resource, secret.Sensitive = "Secret", "secrets", true // no encryptor: refused
 	secret.YAML = []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: team\n")
 	w.handle(ctx, writeMsg{target: key, author: alice, write: secret})
-	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", &got)})
-	require.Len(t, got, 1)
-	require.Equal(t, RequestFinalizeFailed, got[0].Reason)
-	require.Contains(t, got[0].Detail, "does not write 1 of the window's objects")
+	w.handle(ctx, attachMsg{req: request(w, key, &alice, 0, "hers", got)})
+	require.Len(t, got.all(), 1)
+	require.Equal(t, RequestFinalizeFailed, got.all()[0].Reason)
+	require.Contains(t, got.all()[0].Detail, "does not write 1 of the window's objects")
 	require.Len(t, forge.commits, 0)
 }
 

@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/configbutler/gitops-reverser/forges"
-	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/retry"
 )
 
@@ -48,19 +47,14 @@ type Config struct {
 	Clock     clock.Clock
 	Log       logr.Logger
 	Observer  Observer
-	// OnCommit is told about every commit that reached the remote.
-	OnCommit func(CommitInfo)
-	// OnError is told when a target's writes could not be committed.
-	OnError func(TargetKey, error)
-	// OnSettled is told when a target's window went through: committed, or
-	// already all in Git so nothing was committed. Either way an earlier
-	// OnError of that target no longer holds; a retry that finds nothing
-	// to change makes no commit, so OnCommit alone would never say so.
-	OnSettled func(TargetKey)
-	// OnPlanned is told, for each planned window, which objects it carried
-	// and which of those the planner would not write safely; the rest of
-	// the window is committed.
-	OnPlanned func(target TargetKey, carried []manifest.ObjectID, refusals []manifest.Refusal)
+	// Outcomes is the stream every outcome leaves on, in the order the
+	// worker reached it: commits, plans, failures, CommitRequest ends and
+	// the answers to WhenSettled and Flush (Outcome.Answer). Its consumer
+	// must keep reading until the worker has stopped: a full stream makes
+	// the worker wait (counted by Observer.OutcomeWait), it never drops an
+	// outcome. Nil answers the waiters on the worker's goroutine and drops
+	// the rest (tests of the worker alone).
+	Outcomes chan<- Outcome
 }
 
 // DefaultConflictBackoff waits 100 ms before the first conflict replay,
@@ -114,17 +108,16 @@ func (c *Config) defaults() {
 // Run is its one goroutine; it turns each message into an event for the
 // core and runs the actions the core returns. It owns everything that is
 // not a decision: the branch head, the per-target indexes and the blob
-// cache (state), the forge, the clock and the callbacks.
+// cache (state), the forge, the clock and the outcome stream.
 type Worker struct {
 	cfg Config
 	in  chan any
 	// Everything below is owned by the Run goroutine.
 	core  *Core
 	state *branchState
-	// settleFns and flushDone hold the callbacks of the waiters the core
-	// names by id; lastWaiter numbers them.
-	settleFns  map[uint64]func(head string)
-	flushDone  map[uint64]chan error
+	// waiters hold the replies of the waiters the core names by id;
+	// lastWaiter numbers them.
+	waiters    map[uint64]func(Outcome)
 	lastWaiter uint64
 	// wake is when the core asked for its next TickEvent.
 	wake time.Time
@@ -172,10 +165,9 @@ func New(cfg Config) *Worker {
 		core: NewCore(CoreConfig{Committer: cfg.Committer, BufferMax: cfg.BufferMax, PushBurst: cfg.PushBurst,
 			PushInterval: cfg.PushInterval, RetryBackoff: cfg.RetryBackoff, MaxRetryBackoff: cfg.MaxRetryBackoff,
 			MaxAttempts: cfg.MaxAttempts, ConflictBackoff: cfg.ConflictBackoff}),
-		state:     newBranchState(cfg.Forge, cfg.Key.Branch),
-		settleFns: map[uint64]func(string){},
-		flushDone: map[uint64]chan error{},
-		stopped:   make(chan struct{}),
+		state:   newBranchState(cfg.Forge, cfg.Key.Branch),
+		waiters: map[uint64]func(Outcome){},
+		stopped: make(chan struct{}),
 	}
 }
 

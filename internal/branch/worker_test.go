@@ -75,6 +75,28 @@ func startWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forg
 	return w
 }
 
+// onOutcome streams the worker's outcomes to a consumer that hands fn
+// those of kind and answers the waiters after, as the engine's does: by
+// the time a Flush returns, fn has seen what the flush's commit emitted.
+func onOutcome(t *testing.T, c *branch.Config, kind branch.OutcomeKind, fn func(branch.Outcome)) {
+	t.Helper()
+	stream := make(chan branch.Outcome, 16)
+	c.Outcomes = stream
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for o := range stream {
+			if o.Kind == kind {
+				fn(o)
+			}
+			o.Answer()
+		}
+	}()
+	// Registered before the worker's own cleanup, so it runs after the
+	// worker stopped: nothing sends on the stream any more.
+	t.Cleanup(func() { close(stream); <-done })
+}
+
 func cm(name, value string) branch.Write {
 	return branch.Write{
 		ID:   manifest.ObjectID{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "team", Name: name},
@@ -234,7 +256,7 @@ func TestAFailedCommitKeepsItsWritesAndRetries(t *testing.T) {
 	w := newWorker(t, "retry", func(f forges.Forge) forges.Forge {
 		return &failing{Forge: f, n: 2, err: &forges.Error{Kind: forges.KindRateLimited, RetryAfter: 50 * time.Millisecond}}
 	}, func(c *branch.Config) {
-		c.OnError = func(_ branch.TargetKey, err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }
+		onOutcome(t, c, branch.OutcomeFailed, func(o branch.Outcome) { mu.Lock(); errs = append(errs, o.Err); mu.Unlock() })
 	})
 	write(t, w, branch.Author{}, cm("a", "1"))
 	err := w.Flush(context.Background(), target)
@@ -249,7 +271,7 @@ func TestAFailedCommitKeepsItsWritesAndRetries(t *testing.T) {
 func TestAnUnencryptedSensitiveWriteIsRefusedAndNothingIsCommitted(t *testing.T) {
 	var refused []manifest.Refusal
 	w := newWorker(t, "sensitive", nil, func(c *branch.Config) {
-		c.OnPlanned = func(_ branch.TargetKey, _ []manifest.ObjectID, r []manifest.Refusal) { refused = r }
+		onOutcome(t, c, branch.OutcomePlanned, func(o branch.Outcome) { refused = o.Refusals })
 	})
 	secret := branch.Write{
 		ID:        manifest.ObjectID{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: "team", Name: "db"},
@@ -273,7 +295,7 @@ func TestContentATargetCannotManageHoldsBackOnlyThatTarget(t *testing.T) {
 	var failures []error
 	var mu sync.Mutex
 	w := newWorker(t, "parked", nil, func(c *branch.Config) {
-		c.OnError = func(_ branch.TargetKey, err error) { mu.Lock(); failures = append(failures, err); mu.Unlock() }
+		onOutcome(t, c, branch.OutcomeFailed, func(o branch.Outcome) { mu.Lock(); failures = append(failures, o.Err); mu.Unlock() })
 	})
 	write(t, w, branch.Author{}, cm("a", "1"))
 	flush(t, w)
@@ -305,7 +327,7 @@ func TestARetryWithNothingToCommitStillSettlesTheTarget(t *testing.T) {
 	// After a restart the replay writes what is already in Git.
 	settled := make(chan branch.TargetKey, 16)
 	w := startWorker(t, "settled", nil, func(c *branch.Config) {
-		c.OnSettled = func(k branch.TargetKey) { settled <- k }
+		onOutcome(t, c, branch.OutcomeWentThrough, func(o branch.Outcome) { settled <- o.Target })
 	})
 	write(t, w, branch.Author{}, cm("a", "1"))
 	var unsupported *manifest.UnsupportedContentError
@@ -332,7 +354,7 @@ func TestAPlanningFailureNamesTheGitTargetOnce(t *testing.T) {
 	var reported error
 	var mu sync.Mutex
 	w := newWorker(t, "named-once", nil, func(c *branch.Config) {
-		c.OnError = func(_ branch.TargetKey, err error) { mu.Lock(); reported = err; mu.Unlock() }
+		onOutcome(t, c, branch.OutcomeFailed, func(o branch.Outcome) { mu.Lock(); reported = o.Err; mu.Unlock() })
 	})
 	write(t, w, branch.Author{}, cm("a", "1"))
 	flush(t, w)
@@ -416,15 +438,22 @@ func TestAReplayThatNoLongerFindsAnObjectDeletesItDespiteAnOlderWriteInTheWindow
 // a window whose changes are all in Git: no commit, and the request says
 // so instead of waiting.
 func TestARequestForAWindowAlreadyInGitEndsAlreadyPresent(t *testing.T) {
-	w := newWorker(t, "request-already-present", nil, nil)
+	request := &branch.Request{ID: "team/same", Name: "same", Target: target, Message: "nothing new"}
+	got := make(chan branch.RequestOutcome, 1)
+	w := newWorker(t, "request-already-present", nil, func(c *branch.Config) {
+		onOutcome(t, c, branch.OutcomeRequest, func(o branch.Outcome) {
+			if o.Request == request {
+				got <- o.Result
+			}
+		})
+	})
 	write(t, w, branch.Author{}, cm("a", "1"))
 	flush(t, w)
 	before := commits(t, "request-already-present")
 
 	write(t, w, branch.Author{}, cm("a", "1"))
-	got := make(chan branch.RequestOutcome, 1)
-	require.NoError(t, w.Attach(context.Background(), &branch.Request{ID: "team/same", Target: target, Deadline: time.Now(),
-		Message: "nothing new", Done: func(o branch.RequestOutcome) { got <- o }}))
+	request.Deadline = time.Now()
+	require.NoError(t, w.Attach(context.Background(), request))
 	select {
 	case o := <-got:
 		require.Equal(t, branch.RequestAlreadyPresent, o.Reason)

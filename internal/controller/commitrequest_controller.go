@@ -52,6 +52,9 @@ type CommitRequestReconciler struct {
 	Client client.Client
 	Engine interface {
 		AttachCommitRequest(ctx context.Context, r *branch.Request) error
+		// Answered names the requests whose worker answered; the answer
+		// is the request's Outcome.
+		Answered() <-chan event.GenericEvent
 	}
 	// Submitters is the admission webhook's record; nil when the webhook is
 	// off, and every request then claims no actor.
@@ -69,7 +72,6 @@ type CommitRequestReconciler struct {
 	mu sync.Mutex
 	// inFlight are the requests handed to a worker, by name.
 	inFlight map[types.NamespacedName]*inFlightRequest
-	answered chan event.GenericEvent
 	// started is when this process began reconciling: a request it finds
 	// already past its attach grace (created before a restart or a leader
 	// change) still gets the grace from here, while its GitTarget starts.
@@ -79,7 +81,9 @@ type CommitRequestReconciler struct {
 type inFlightRequest struct {
 	uid      types.UID
 	deadline time.Time
-	outcome  *branch.RequestOutcome
+	// request is what the worker was handed; its Outcome is the answer,
+	// set by the engine's outcome stream.
+	request *branch.Request
 	// attributed is the AuthorAttributed condition the attach set, written
 	// again with the outcome: the attach's own status patch may have lost
 	// a conflict.
@@ -90,12 +94,11 @@ type inFlightRequest struct {
 // requests reach the workers in the order they are seen.
 func (r *CommitRequestReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.inFlight = map[types.NamespacedName]*inFlightRequest{}
-	r.answered = make(chan event.GenericEvent)
 	r.started = r.clock().Now()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha3.CommitRequest{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		WatchesRawSource(source.Channel(r.answered, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Engine.Answered(), &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 
@@ -148,11 +151,10 @@ func (r *CommitRequestReconciler) attach(ctx context.Context, cr *v1alpha3.Commi
 	deadline := now.Add(closeDelay(cr))
 	key := client.ObjectKeyFromObject(cr)
 	request := &branch.Request{
-		ID: key.String(), Target: branch.TargetKey{Namespace: cr.Namespace, Name: cr.Spec.TargetRef.Name},
+		ID: key.String(), Name: cr.Name, Target: branch.TargetKey{Namespace: cr.Namespace, Name: cr.Spec.TargetRef.Name},
 		Submitter: submitter, Deadline: deadline, Message: cr.Spec.Message,
-		Done: func(o branch.RequestOutcome) { r.answer(key, cr.UID, o) },
 	}
-	r.track(key, cr.UID, deadline, *conditions.find(v1alpha3.ConditionAuthorAttributed))
+	r.track(key, cr.UID, request, *conditions.find(v1alpha3.ConditionAuthorAttributed))
 	err := r.Engine.AttachCommitRequest(ctx, request)
 	if err == nil {
 		conditions.markReconciling(v1alpha3.ReasonFinalizing, "waiting for the commit window of GitTarget "+cr.Spec.TargetRef.Name+" to close")
@@ -227,8 +229,8 @@ func (r *CommitRequestReconciler) settleSubmitter(cr *v1alpha3.CommitRequest, co
 // Pushed=True only with Committed.
 func (r *CommitRequestReconciler) report(cr *v1alpha3.CommitRequest, conditions conditionSet, flight *inFlightRequest) (ctrl.Result, error) {
 	conditions.set(flight.attributed.Type, flight.attributed.Status, flight.attributed.Reason, flight.attributed.Message)
-	o := flight.outcome
-	if o == nil {
+	o, answered := flight.request.Outcome()
+	if !answered {
 		wait := flight.deadline.Add(r.finalizeTimeout()).Sub(r.clock().Now())
 		if wait > 0 {
 			conditions.markReconciling(v1alpha3.ReasonFinalizing, "waiting for the commit window of GitTarget "+cr.Spec.TargetRef.Name+" to close")
@@ -309,10 +311,10 @@ func (r *CommitRequestReconciler) patchStatus(ctx context.Context, base, cr *v1a
 	return nil
 }
 
-func (r *CommitRequestReconciler) track(key types.NamespacedName, uid types.UID, deadline time.Time, attributed metav1.Condition) {
+func (r *CommitRequestReconciler) track(key types.NamespacedName, uid types.UID, request *branch.Request, attributed metav1.Condition) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.inFlight[key] = &inFlightRequest{uid: uid, deadline: deadline, attributed: attributed}
+	r.inFlight[key] = &inFlightRequest{uid: uid, deadline: request.Deadline, request: request, attributed: attributed}
 }
 
 // flight is the request in flight under key, if it is this object (a
@@ -334,18 +336,6 @@ func (r *CommitRequestReconciler) forget(key types.NamespacedName, uid types.UID
 	if f := r.inFlight[key]; f != nil && (uid == "" || f.uid == uid) {
 		delete(r.inFlight, key)
 	}
-}
-
-// answer keeps a worker's answer and queues the request. It runs on the
-// worker's goroutine, so it never waits on the controller.
-func (r *CommitRequestReconciler) answer(key types.NamespacedName, uid types.UID, o branch.RequestOutcome) {
-	r.mu.Lock()
-	if f := r.inFlight[key]; f != nil && f.uid == uid {
-		f.outcome = &o
-	}
-	r.mu.Unlock()
-	obj := &v1alpha3.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	go func() { r.answered <- event.GenericEvent{Object: obj} }()
 }
 
 func (r *CommitRequestReconciler) clock() clock.Clock {

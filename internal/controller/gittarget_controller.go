@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"net/http"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +14,6 @@ import (
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/engine"
-	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 )
 
 // GitTargetReconciler validates a GitTarget, resolves its rules to claims
@@ -42,13 +39,6 @@ type GitTargetReconciler struct {
 	LocalConfig *rest.Config
 	// OperatorNamespace holds remote kubeconfig Secrets.
 	OperatorNamespace string
-	// ForgeTransport, when set, wraps the API forges' HTTP transport (request
-	// metrics); it also counts the requests into count. It is asked once
-	// for each forge client opened, whatever the forge.
-	ForgeTransport func(forge string, count *atomic.Int64) http.RoundTripper
-	// Pacers, when set, share GitHub's secondary-limit pacing between the
-	// workers (one per branch) of one App installation or token.
-	Pacers *forgeconn.Pacers
 	// Events, when set, records a Warning Event for each object the operator
 	// refuses to write, and an Event for each change of the summary.
 	Events events.EventRecorder

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
+	"github.com/configbutler/gitops-reverser/internal/engine"
 )
 
 // A GitTarget is reconciled every resync and after every commit. What its
@@ -21,14 +22,6 @@ import (
 // engine runs, the reconcile reads no Secret and opens no forge client.
 // Anything the cache cannot answer (no cache, an object it has not seen
 // yet) is read and built as before.
-
-// settingsFingerprint names the settings a branch worker was built from:
-// the GitProvider's generation and the versions of its credentials Secret,
-// its known_hosts object and its signing key Secret ("" where the spec
-// names none).
-func settingsFingerprint(generation int64, credentials, knownHosts, signing string) string {
-	return fmt.Sprintf("generation=%d,secret=%s,knownhosts=%s,signing=%s", generation, credentials, knownHosts, signing)
-}
 
 // cachedSettingsFingerprint is the fingerprint of gp's settings as the
 // metadata cache knows them; false when it does not know one of them.
@@ -48,7 +41,7 @@ func (r *GitTargetReconciler) cachedSettingsFingerprint(ctx context.Context, gp 
 	if s := gp.Spec.Commit.Signing; ok && s != nil {
 		signing, ok = r.cachedVersion(ctx, "Secret", gp.Namespace, s.SecretRef.Name)
 	}
-	return settingsFingerprint(gp.Generation, credentials, knownHosts, signing), ok
+	return engine.SettingsFingerprint(gp.Generation, credentials, knownHosts, signing), ok
 }
 
 // encryptionVersion names the keys an encryptor was built from: the

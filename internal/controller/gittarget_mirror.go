@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,9 +14,7 @@ import (
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/branch"
-	"github.com/configbutler/gitops-reverser/internal/credentials"
 	"github.com/configbutler/gitops-reverser/internal/engine"
-	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/mirror"
 	"github.com/configbutler/gitops-reverser/internal/rules"
@@ -31,8 +27,10 @@ const (
 	retryShort = 2 * time.Second
 )
 
-// workerSettings builds the branch worker's configuration from the
-// GitProvider. A failure here is the provider's to report; the target waits
+// workerSettings hands the engine the worker's declarative spec; the
+// engine builds the forge client, signer and messages from it, only when
+// its fingerprint is not the running worker's. A failure here is the
+// provider's to report; the target waits
 // (GitPathAccepted=False/GitProviderNotReady).
 func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun) error {
 	gp := run.provider
@@ -41,61 +39,24 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 	run.spec.Path = run.target.Spec.Path
 	run.spec.Placement = placementOf(run.target.Spec.Placement)
 	run.spec.Worker = branch.Key{ProviderNamespace: gp.Namespace, Provider: gp.Name, Branch: run.target.Spec.Branch}
+	spec := engine.WorkerSpec{Key: run.spec.Worker, Provider: gp}
 	// Only a running worker is worth asking the cache about: at start no
 	// worker runs, and the cache may still be filling.
-	if running, ok := r.Engine.WorkerFingerprint(run.spec.Worker); ok {
-		if fingerprint, known := r.cachedSettingsFingerprint(ctx, gp); known && fingerprint == running {
-			run.spec.Settings = engine.WorkerSettings{Fingerprint: fingerprint}
-			return nil
+	if _, ok := r.Engine.WorkerFingerprint(run.spec.Worker); ok {
+		if fingerprint, known := r.cachedSettingsFingerprint(ctx, gp); known {
+			spec.Fingerprint = fingerprint
 		}
 	}
-	creds, err := credentials.Read(ctx, r.SecretReader, gp.Namespace, gp.Spec)
+	settings, err := r.Engine.PrepareWorker(ctx, spec)
 	if err != nil {
 		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
-		run.requeue = retryShort
+		var build *engine.BuildError
+		if !errors.As(err, &build) || build.Retry {
+			run.requeue = retryShort
+		}
 		return errStop
 	}
-	var requests atomic.Int64
-	var rt http.RoundTripper
-	if r.ForgeTransport != nil {
-		rt = r.ForgeTransport(string(forgeconn.ForgeType(gp.Spec)), &requests)
-	}
-	forge, err := r.Pacers.Open(gp.Spec, creds, rt)
-	if err != nil {
-		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
-		run.requeue = retryShort
-		return errStop
-	}
-	var tmpl v1alpha3.CommitMessageTemplates
-	if gp.Spec.Commit.Message != nil {
-		tmpl = *gp.Spec.Commit.Message
-	}
-	messages, err := branch.ParseMessages(tmpl.EventTemplate, tmpl.GroupTemplate, tmpl.ReconcileTemplate)
-	if err != nil {
-		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
-		return errStop
-	}
-	signer, signingVersion, err := r.commitSigner(ctx, gp, forge)
-	if err != nil {
-		run.conds.wait(v1alpha3.ConditionGitPathAccepted, v1alpha3.ReasonGitProviderNotReady, err.Error())
-		run.requeue = retryShort
-		return errStop
-	}
-	window := 5 * time.Second
-	if gp.Spec.Push.CommitWindow != nil {
-		window = gp.Spec.Push.CommitWindow.Duration
-	}
-	run.spec.Settings = engine.WorkerSettings{
-		Fingerprint: settingsFingerprint(gp.Generation, creds.ResourceVersion, creds.KnownHostsResourceVersion, signingVersion),
-		Config: &branch.Config{
-			Forge:        forge,
-			Committer:    branch.Author{Name: gp.Spec.Commit.Committer.Name, Email: gp.Spec.Commit.Committer.Email},
-			Messages:     messages,
-			Signer:       signer,
-			CommitWindow: window,
-			Requests:     requests.Load,
-		},
-	}
+	run.spec.Settings = settings
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -20,7 +21,8 @@ import (
 )
 
 // ErrNotStarted is returned until the engine runs (the replica is not the
-// leader yet); reconcilers requeue.
+// leader yet), and for a new worker once it is stopping; reconcilers
+// requeue.
 var ErrNotStarted = errors.New("the mirroring engine is not running on this replica yet")
 
 // Options configure an Engine.
@@ -41,6 +43,8 @@ type Options struct {
 	Cursors mirror.CursorStore
 	// CursorObserver counts cursor writes and store errors.
 	CursorObserver mirror.CursorObserver
+	// Builders build what a worker commits with (PrepareWorker).
+	Builders Builders
 	// ClaimsChanged, when set, is called after a target is applied or
 	// removed: LocalClaims may have changed (the admission observer's
 	// registration follows them). It must not block.
@@ -63,36 +67,52 @@ func (a *Attribution) forSource(src *Source) *mirror.Attribution {
 	return &mirror.Attribution{Route: src.AuditRoute, Resolver: a.Resolver, Follow: a.Follow}
 }
 
-// Metrics is what the engine reports to.
+// Metrics is what the engine reports to: the workers' loops (Observer),
+// the outcome stream's fan-out (OutcomeMetrics) and the mirrors.
 type Metrics interface {
 	branch.Observer
+	OutcomeMetrics
 	mirror.Observer
 }
 
 // Engine is the running state shared by the reconcilers.
 type Engine struct {
 	opts Options
+	// outcomes is the one stream every worker's outcomes leave on
+	// (outcomes.go); its fan-out feeds changed, answered, the waiters and
+	// metrics.
+	outcomes chan branch.Outcome
 	// changed carries GitTargets whose runtime state changed (a commit, a
-	// refusal, a failure), so their status is refreshed promptly.
-	changed *notifier
+	// refusal, a failure, a stream's phase), so their status is refreshed
+	// promptly.
+	changed *coalescer[branch.TargetKey]
+	// answered carries CommitRequests whose worker answered.
+	answered *coalescer[types.NamespacedName]
+	// workerRuns counts the workers' running loops: the stream closes
+	// only once none is left to send on it.
+	workerRuns sync.WaitGroup
 
 	mu      sync.Mutex
 	ctx     context.Context
 	started chan struct{}
-	sources map[string]*Source
-	workers map[branch.Key]*workerEntry
-	targets map[branch.TargetKey]*targetEntry
+	// stopping: Start's context ended; no worker starts any more.
+	stopping bool
+	sources  map[string]*Source
+	workers  map[branch.Key]*workerEntry
+	targets  map[branch.TargetKey]*targetEntry
 }
 
 // New builds an engine; add it to the manager with mgr.Add.
 func New(opts Options) *Engine {
 	return &Engine{
-		opts:    opts,
-		changed: newNotifier(),
-		started: make(chan struct{}),
-		sources: map[string]*Source{},
-		workers: map[branch.Key]*workerEntry{},
-		targets: map[branch.TargetKey]*targetEntry{},
+		opts:     opts,
+		outcomes: make(chan branch.Outcome, outcomeStreamSize),
+		changed:  newCoalescer(targetObject),
+		answered: newCoalescer(requestObject),
+		started:  make(chan struct{}),
+		sources:  map[string]*Source{},
+		workers:  map[branch.Key]*workerEntry{},
+		targets:  map[branch.TargetKey]*targetEntry{},
 	}
 }
 
@@ -104,15 +124,22 @@ func (e *Engine) Changed() <-chan event.GenericEvent { return e.changed.out }
 func (e *Engine) NeedLeaderElection() bool { return true }
 
 // Start runs until ctx ends, then stops every stream and lets every worker
-// commit what it holds.
+// commit what it holds; the outcomes of that last try are delivered too
+// (a Flush or a CommitRequest waiting is answered) before it returns.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	e.ctx = ctx
 	close(e.started)
 	e.mu.Unlock()
 	go e.changed.run(ctx)
+	go e.answered.run(ctx)
+	fanned := make(chan struct{})
+	go e.runOutcomes(fanned)
 	<-ctx.Done()
 	e.stopAll()
+	e.workerRuns.Wait()
+	close(e.outcomes)
+	<-fanned
 	return nil
 }
 
@@ -134,6 +161,7 @@ func (e *Engine) running() (context.Context, error) {
 
 func (e *Engine) stopAll() {
 	e.mu.Lock()
+	e.stopping = true
 	targets := e.targets
 	workers := e.workers
 	e.targets = map[branch.TargetKey]*targetEntry{}

@@ -89,9 +89,13 @@ func TestALoggedCommitFailureNamesTheWorkerOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	key := branch.Key{ProviderNamespace: "team", Provider: "git", Branch: "main"}
+	// The worker's outcomes (the Flush's answer among them) leave on the
+	// engine's stream; Start would run its consumer.
+	fanned := make(chan struct{})
+	go e.runOutcomes(fanned)
 	w, _, _ := e.ensureWorker(ctx, key, WorkerSettings{Config: &branch.Config{Forge: refusingForge{client},
 		CommitWindow: time.Hour, RetryBackoff: time.Hour}})
-	defer e.stopAll()
+	defer func() { e.stopAll(); close(e.outcomes); <-fanned }()
 	target := branch.TargetKey{Namespace: "team", Name: "mirror"}
 	require.NoError(t, w.SetTarget(ctx, branch.Target{Key: target, Path: "mirror"}))
 	require.NoError(t, w.Write(ctx, target, branch.Author{}, branch.Write{

@@ -7,10 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/encryption"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
@@ -389,11 +387,6 @@ func (o *targetObserver) StreamObserver() watch.Observer {
 		return watch.NopObserver{}
 	}
 	return o.metrics.StreamObserver()
-}
-
-// targetObject is the object a status-refresh event names.
-func targetObject(t branch.TargetKey) *v1alpha3.GitTarget {
-	return &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}
 }
 
 // ErrTargetNotMirrored: a CommitRequest names a GitTarget the engine does

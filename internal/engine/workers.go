@@ -80,20 +80,25 @@ func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSe
 	if e.opts.Metrics != nil {
 		cfg.Observer = e.opts.Metrics
 	}
-	cfg.OnCommit = e.committed
-	cfg.OnError = e.failed
-	cfg.OnSettled = e.settled
-	cfg.OnPlanned = e.planned
+	cfg.Outcomes = e.outcomes
 	w := branch.New(cfg)
 	ctx, cancel := context.WithCancel(runCtx)
 	entry := &workerEntry{worker: w, fingerprint: s.Fingerprint, cancel: cancel, done: make(chan struct{})}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping {
+		// The outcome stream closes once the running workers stopped: a
+		// worker started now would have nowhere to send.
+		cancel()
+		return nil, false, ErrNotStarted
+	}
+	e.workerRuns.Add(1)
 	go func() {
+		defer e.workerRuns.Done()
 		defer close(entry.done)
 		_ = w.Run(ctx)
 	}()
-	e.mu.Lock()
 	e.workers[key] = entry
-	e.mu.Unlock()
 	return w, true, nil
 }
 

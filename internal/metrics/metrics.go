@@ -34,6 +34,7 @@ type Metrics struct {
 	queueDepth        *prometheus.GaugeVec
 	sweepDeletes      *prometheus.CounterVec
 	conflicts         *prometheus.CounterVec
+	outcomeWaits      *prometheus.CounterVec
 	commitDuration    *prometheus.HistogramVec
 	eventToCommit     *prometheus.HistogramVec
 	requestsPerCommit *prometheus.HistogramVec
@@ -95,6 +96,8 @@ func newFamilies() *Metrics {
 			Help: "Files deleted by a replay's mark-and-sweep: objects deleted while no watch ran."}, workerLabels()),
 		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "commit_conflicts_total",
 			Help: "Commits replayed because the branch moved under them."}, workerLabels()),
+		outcomeWaits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "outcome_stream_waits_total",
+			Help: "Outcomes a branch worker waited to send because the engine's outcome stream was full (none is dropped)."}, workerLabels()),
 		commitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "commit_duration_seconds",
 			Help: "Time the forge took to make one commit.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)}, workerLabels()),
 		eventToCommit: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "event_to_commit_seconds",
@@ -139,7 +142,7 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 }
 
 func (m *Metrics) families() []prometheus.Collector {
-	return []prometheus.Collector{m.commits, m.objectsWritten, m.queueDepth, m.sweepDeletes, m.conflicts,
+	return []prometheus.Collector{m.commits, m.objectsWritten, m.queueDepth, m.sweepDeletes, m.conflicts, m.outcomeWaits,
 		m.commitDuration, m.eventToCommit, m.requestsPerCommit, m.refusals, m.placements, m.forwarded, m.watchEvents, m.watchReplays, m.watchReconnects, m.watchGone,
 		m.watchResumes, m.watchColdReplays}
 }
@@ -160,7 +163,7 @@ func (m *Metrics) QueueDepth(k branch.Key, depth int) {
 func (m *Metrics) zeroWorker(k branch.Key) {
 	w := workerValues(k)
 	m.commits.WithLabelValues(append(w, string(branch.AuthorCommitter))...)
-	for _, v := range []*prometheus.CounterVec{m.objectsWritten, m.sweepDeletes, m.conflicts} {
+	for _, v := range []*prometheus.CounterVec{m.objectsWritten, m.sweepDeletes, m.conflicts, m.outcomeWaits} {
 		v.WithLabelValues(w...)
 	}
 	for _, v := range []*prometheus.HistogramVec{m.commitDuration, m.eventToCommit, m.requestsPerCommit} {
@@ -168,7 +171,8 @@ func (m *Metrics) zeroWorker(k branch.Key) {
 	}
 }
 
-// Commit implements branch.Observer.
+// Commit implements engine.OutcomeMetrics: the engine's outcome stream
+// tells it.
 func (m *Metrics) Commit(k branch.Key, c branch.CommitStats) {
 	m.commits.WithLabelValues(append(workerValues(k), string(c.Author))...).Inc()
 	m.objectsWritten.WithLabelValues(workerValues(k)...).Add(float64(c.Objects))
@@ -182,7 +186,7 @@ func (m *Metrics) Commit(k branch.Key, c branch.CommitStats) {
 	}
 }
 
-// EventToCommit implements branch.Observer.
+// EventToCommit implements engine.OutcomeMetrics.
 func (m *Metrics) EventToCommit(k branch.Key, latency time.Duration) {
 	m.eventToCommit.WithLabelValues(workerValues(k)...).Observe(latency.Seconds())
 }
@@ -190,7 +194,10 @@ func (m *Metrics) EventToCommit(k branch.Key, latency time.Duration) {
 // Conflict implements branch.Observer.
 func (m *Metrics) Conflict(k branch.Key) { m.conflicts.WithLabelValues(workerValues(k)...).Inc() }
 
-// Refused implements branch.Observer.
+// OutcomeWait implements branch.Observer.
+func (m *Metrics) OutcomeWait(k branch.Key) { m.outcomeWaits.WithLabelValues(workerValues(k)...).Inc() }
+
+// Refused implements engine.OutcomeMetrics.
 func (m *Metrics) Refused(_ branch.Key, reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
 // Forwarded implements mirror.Observer; the target's other series were

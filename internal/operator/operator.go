@@ -147,9 +147,11 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	fw := newForgeWiring(fm)
 	engineOpts := engine.Options{
 		LocalConfig: o.Config, Policy: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive},
 		BufferMax: o.BufferMax, Log: ctrl.Log.WithName("engine"), Metrics: m, Attribution: pipeline.engineAttribution(),
+		Builders: engine.Builders{Secrets: mgr.GetAPIReader(), ForgeTransport: fw.transport, Pacers: fw.pacers},
 	}
 	if redis != nil {
 		engineOpts.Cursors = &redisstore.Cursors{Client: redis.client, Prefix: o.Redis.Prefix()}
@@ -169,7 +171,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := webhooks.start(ctx, mgr, reg, certs, o.RecoverPanic); err != nil {
 		return err
 	}
-	if err := setupControllers(mgr, eng, fm, o, webhooks.lookup()); err != nil {
+	if err := setupControllers(mgr, eng, fm, fw, o, webhooks.lookup()); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -277,16 +279,30 @@ func ifNotEnded(ctx context.Context, err error) error {
 	return err
 }
 
-func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, o Options, submitters admission.SubmitterLookup) error {
-	c, secrets := mgr.GetClient(), mgr.GetAPIReader()
-	// The reconcilers ask for a transport once per forge client they open.
-	forgeTransport := func(forge string, count *atomic.Int64) http.RoundTripper {
-		fm.Opened(forge)
-		return fm.Transport(forge, nil, count)
+// forgeWiring is what every forge client is opened with, by the engine's
+// workers and the GitProvider controller's probes alike.
+type forgeWiring struct {
+	// transport is asked once per forge client opened.
+	transport func(forge string, count *atomic.Int64) http.RoundTripper
+	// pacers is one set: the GitProviders' probes count what the
+	// GitTargets' workers send against GitHub's secondary limits, and
+	// report it.
+	pacers *forgeconn.Pacers
+}
+
+func newForgeWiring(fm *metrics.ForgeMetrics) forgeWiring {
+	return forgeWiring{
+		transport: func(forge string, count *atomic.Int64) http.RoundTripper {
+			fm.Opened(forge)
+			return fm.Transport(forge, nil, count)
+		},
+		pacers: &forgeconn.Pacers{},
 	}
-	// One set of pacers: the GitProviders' probes count what the GitTargets'
-	// workers send against GitHub's secondary limits, and report it.
-	pacers := &forgeconn.Pacers{}
+}
+
+func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMetrics, fw forgeWiring, o Options, submitters admission.SubmitterLookup) error {
+	c, secrets := mgr.GetClient(), mgr.GetAPIReader()
+	forgeTransport, pacers := fw.transport, fw.pacers
 	recorder := mgr.GetEventRecorder("gitops-reverser")
 	reconcilers := []struct {
 		name  string
@@ -296,8 +312,7 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 			Pacers: pacers, BudgetRefreshDelay: o.ProviderBudgetRefresh, CredentialNamespaces: credentialNamespaces(o), Events: recorder}},
 		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Metadata: mgr.GetCache(), CredentialNamespaces: credentialNamespaces(o),
 			Engine: eng, LocalConfig: o.Config,
-			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync,
-			ForgeTransport: forgeTransport, Pacers: pacers, Events: recorder}},
+			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync, Events: recorder}},
 		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, Events: recorder}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
