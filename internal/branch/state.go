@@ -157,7 +157,18 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.tip(), err)
 	}
 	ts.index, ts.at = ix, s.tip()
+	s.releaseBlobs()
 	return nil
+}
+
+// releaseBlobs tells a forge that keeps the blobs it fetched or pushed in
+// memory (forges.BlobReleaser) that the worker holds the files now, in its
+// indexes and blob cache: otherwise every mirrored file stayed in memory
+// twice, once here and once in the forge's object store.
+func (s *branchState) releaseBlobs() {
+	if releaser, ok := s.forge.(forges.BlobReleaser); ok {
+		releaser.ReleaseBlobs()
+	}
 }
 
 // readSubtree reads the files under root at the tip. Only YAML is read:
