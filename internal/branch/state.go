@@ -28,6 +28,11 @@ type branchState struct {
 	known   bool
 	targets map[TargetKey]*targetState
 	blobs   *blobCache
+	// seeds are the contents the worker is about to write, by blob id, for
+	// the next index load only (expect): the ones Git has join the blob
+	// cache, the rest are dropped with the load, so a cold start into an
+	// empty repository keeps no second copy of every file it writes.
+	seeds map[string][]byte
 }
 
 type targetState struct {
@@ -121,14 +126,25 @@ func (s *branchState) loaded(key TargetKey) bool {
 	return ok && s.known && ts.index != nil && ts.at == s.tip()
 }
 
-// expect seeds the blob cache with file contents the worker is about to
-// write, under the blob ids Git gives them. After a restart nearly every
+// expect seeds the next index load with file contents the worker is about
+// to write, under the blob ids Git gives them. After a restart nearly every
 // mirrored file is one of these, unchanged, so loading an index reads only
 // the files that differ rather than every file, one request each.
 func (s *branchState) expect(contents [][]byte) {
+	s.seeds = make(map[string][]byte, len(contents))
 	for _, c := range contents {
-		s.blobs.put(plumbing.ComputeHash(plumbing.BlobObject, c).String(), c)
+		s.seeds[plumbing.ComputeHash(plumbing.BlobObject, c).String()] = c
 	}
+}
+
+// cached is a blob's content from the seeds or the blob cache; a seed Git
+// has joins the cache, as the index now holds it.
+func (s *branchState) cached(id string) ([]byte, bool) {
+	if content, ok := s.seeds[id]; ok {
+		s.blobs.put(id, content)
+		return content, true
+	}
+	return s.blobs.get(id)
 }
 
 // ensureLoaded makes the target's index describe the current tip. On a
@@ -140,6 +156,8 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 	if !ok {
 		return fmt.Errorf("GitTarget %s is not registered with the branch worker", key)
 	}
+	// The seeds serve this load only.
+	defer func() { s.seeds = nil }()
 	if !s.known {
 		if err := s.readHead(ctx); err != nil {
 			return err
@@ -189,7 +207,7 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (map[string]
 			files[e.Path] = nil
 			continue
 		}
-		if content, ok := s.blobs.get(e.BlobID); ok {
+		if content, ok := s.cached(e.BlobID); ok {
 			files[e.Path] = content
 			continue
 		}
