@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/forges"
 )
 
 // blobsInStore counts the blobs the client's object store holds.
@@ -17,17 +19,25 @@ func blobsInStore(t *testing.T, c *Client) int {
 	return n
 }
 
+// loadedApp is a client that has read app/ (a.yaml and b.yaml) at the head
+// of a new repository: one fetch, the snapshot with its blobs.
+func loadedApp(t *testing.T, r remote) (client *Client, repo, head string, entries []forges.TreeEntry) {
+	t.Helper()
+	repo, head = createRepo(t, map[string]string{"app/a.yaml": "a\n", "app/b.yaml": "b\n"})
+	client = newClient(t, r, repo)
+	entries, err := client.Tree(testContext(t), head, "app")
+	require.NoError(t, err)
+	return client, repo, head, entries
+}
+
 // Released after a push, the store keeps the new head's commit and trees,
 // not its blobs: the next commit builds on the trees without a fetch, and
 // a read of a blob the store let go fetches the snapshot again.
 func TestReleasedAfterAPushTheNextCommitNeedsNoFetch(t *testing.T) {
 	t.Parallel()
 	forEachRemote(t, func(t *testing.T, r remote) {
-		repo, head := createRepo(t, map[string]string{"app/a.yaml": "a\n", "app/b.yaml": "b\n"})
-		client := newClient(t, r, repo)
+		client, repo, head, entries := loadedApp(t, r)
 		ctx := testContext(t)
-		entries, err := client.Tree(ctx, head, "app")
-		require.NoError(t, err)
 		require.Equal(t, 2, blobsInStore(t, client), "a fetched snapshot keeps its blobs for the reads that follow")
 
 		first, err := client.Commit(ctx, commitRequest("main", head, "first", put("app/c.yaml", "c\n")))
@@ -57,11 +67,8 @@ func TestReleasedAfterAPushTheNextCommitNeedsNoFetch(t *testing.T) {
 func TestReleasedBlobsAreFetchedAgainOnlyWhenRead(t *testing.T) {
 	t.Parallel()
 	forEachRemote(t, func(t *testing.T, r remote) {
-		repo, head := createRepo(t, map[string]string{"app/a.yaml": "a\n", "app/b.yaml": "b\n"})
-		client := newClient(t, r, repo)
+		client, repo, head, _ := loadedApp(t, r)
 		ctx := testContext(t)
-		_, err := client.Tree(ctx, head, "")
-		require.NoError(t, err)
 
 		client.ReleaseBlobs()
 		require.Zero(t, blobsInStore(t, client))
