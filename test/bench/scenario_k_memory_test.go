@@ -67,6 +67,10 @@ func memoryAtScale(b *testing.B, label string, total int) {
 		require.NoError(b, err, "waiting for all %d ConfigMaps in Git", f.size())
 	}
 	require.NoError(b, waitReady(ctx, e, m, op, time.Minute))
+	// The heap is read once the commit's aftermath (the index update) is
+	// done: at Ready it still held the whole commit's plan.
+	_, err = waitIdleCPU(op, 5*time.Minute)
+	require.NoError(b, err)
 	u, err := op.usage()
 	require.NoError(b, err)
 	heap, err := op.liveHeap(e, m.name+"-mirrored")
