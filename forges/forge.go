@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // FileMode is the Git mode of a tree entry.
@@ -88,13 +90,6 @@ type Signature struct {
 	When  time.Time
 }
 
-// FileChange puts content at a path or deletes the path.
-type FileChange struct {
-	Path    string
-	Content []byte
-	Delete  bool
-}
-
 // Signer signs a commit payload (the commit object without its signature),
 // returning an armored signature.
 type Signer interface {
@@ -133,7 +128,9 @@ type CommitRequest struct {
 	Message   string
 	Author    Signature
 	Committer Signature
-	Changes   []FileChange
+	// Changes are the commit's file changes (gitfile.Change), each with
+	// the blob its path holds at the commit's parent.
+	Changes []gitfile.Change
 	// Signer, when set, signs the commit.
 	Signer Signer
 }

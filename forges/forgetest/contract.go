@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // Commit is what a repository independently reports about a commit.
@@ -92,6 +93,7 @@ func Run(t *testing.T, f Fixture, o Options) {
 	t.Run("CommitsInABranchHistory", func(t *testing.T) { history(t, f) })
 	t.Run("RaceWithAnExternalCommit", func(t *testing.T) { race(t, f) })
 	t.Run("ChainOfCommitsInOneBranchMove", func(t *testing.T) { chain(t, f) })
+	t.Run("ChangesCarryTheirBaseBlobs", func(t *testing.T) { baseBlobs(t, f) })
 	t.Run("CredentialsRefused", func(t *testing.T) { refused(t, f) })
 	t.Run("RateLimitedWriteWaitsAndLosesNothing", func(t *testing.T) { rateLimitedWrite(t, f) })
 	t.Run("SignedCommitVerifiesWithGit", func(t *testing.T) { signedCommit(t, f, o) })
@@ -102,14 +104,14 @@ var (
 	committer = forges.Signature{Name: "GitOps Reverser", Email: "noreply@configbutler.ai", When: time.Date(2026, 3, 4, 5, 6, 9, 0, time.UTC)}
 )
 
-func commitRequest(t *testing.T, branch, expected string, changes ...forges.FileChange) forges.CommitRequest {
+func commitRequest(t *testing.T, branch, expected string, changes ...gitfile.Change) forges.CommitRequest {
 	return forges.CommitRequest{
 		Branch: branch, ExpectedHead: expected, Message: "contract: " + t.Name() + "\n",
 		Author: author, Committer: committer, Changes: changes,
 	}
 }
 
-func commit(t *testing.T, r Repo, branch, expected string, changes ...forges.FileChange) forges.CommitResult {
+func commit(t *testing.T, r Repo, branch, expected string, changes ...gitfile.Change) forges.CommitResult {
 	t.Helper()
 	res, err := r.Forge.Commit(context.Background(), commitRequest(t, branch, expected, changes...))
 	require.NoError(t, err)
@@ -124,11 +126,23 @@ func head(t *testing.T, r Repo, branch string) string {
 	return h
 }
 
-func put(path, content string) forges.FileChange {
-	return forges.FileChange{Path: path, Content: []byte(content)}
+func put(path, content string) gitfile.Change {
+	return gitfile.Change{Path: path, Content: []byte(content)}
 }
 
-func del(path string) forges.FileChange { return forges.FileChange{Path: path, Delete: true} }
+func del(path string) gitfile.Change { return gitfile.Change{Path: path, Delete: true} }
+
+// Update puts content at a path that holds previous at the commit's parent,
+// naming previous's blob (in a SHA-1 repository) as the base, as the
+// branch worker does.
+func Update(path, previous, content string) gitfile.Change {
+	return gitfile.Change{Path: path, Content: []byte(content), BaseBlob: gitfile.BlobID([]byte(previous), "")}
+}
+
+// Delete deletes a path that holds previous at the commit's parent.
+func Delete(path, previous string) gitfile.Change {
+	return gitfile.Change{Path: path, Delete: true, BaseBlob: gitfile.BlobID([]byte(previous), "")}
+}
 
 func manyFiles(t *testing.T, f Fixture) {
 	seed := map[string]string{}
@@ -137,12 +151,12 @@ func manyFiles(t *testing.T, f Fixture) {
 	}
 	seed["keep.yaml"] = "keep: true\n"
 	r := f.NewRepo(t, "many-files", seed)
-	var changes []forges.FileChange
+	var changes []gitfile.Change
 	for i := range 30 {
 		changes = append(changes, put(fmt.Sprintf("new/dir-%d/file-%02d.yaml", i%3, i), fmt.Sprintf("n: %d\n", i)))
 	}
 	for i := range 10 {
-		changes = append(changes, del(fmt.Sprintf("old/file-%02d.yaml", i)))
+		changes = append(changes, Delete(fmt.Sprintf("old/file-%02d.yaml", i), fmt.Sprintf("n: %d\n", i)))
 	}
 	before := head(t, r, "main")
 	res := commit(t, r, "main", before, changes...)
@@ -192,7 +206,7 @@ func newBranch(t *testing.T, f Fixture) {
 	require.ErrorIs(t, err, forges.ErrNotFound, "the branch does not exist yet")
 	res, err := r.Forge.Commit(context.Background(), forges.CommitRequest{
 		Branch: "mirror", BaseHead: base, Message: "contract: new branch\n", Author: author, Committer: committer,
-		Changes: []forges.FileChange{put("mirror.yaml", "m: 1\n")},
+		Changes: []gitfile.Change{put("mirror.yaml", "m: 1\n")},
 	})
 	require.NoError(t, err)
 	require.Equal(t, res.Commit, head(t, r, "mirror"))
@@ -214,7 +228,7 @@ func history(t *testing.T, f Fixture) {
 	// server need not serve a commit by id.
 	side, err := r.Forge.Commit(context.Background(), forges.CommitRequest{
 		Branch: "side", BaseHead: first, Message: "contract: a diverged line\n", Author: author, Committer: committer,
-		Changes: []forges.FileChange{put("side.yaml", "s: 1\n")},
+		Changes: []gitfile.Change{put("side.yaml", "s: 1\n")},
 	})
 	require.NoError(t, err)
 	second := commit(t, r, "main", first, put("a.yaml", "a: 1\n")).Commit
@@ -266,14 +280,14 @@ func race(t *testing.T, f Fixture) {
 
 	_, err := r.Forge.Commit(context.Background(), forges.CommitRequest{
 		Branch: "main", ExpectedHead: stale, Message: "contract: stale\n", Author: author, Committer: committer,
-		Changes: []forges.FileChange{put("ours.yaml", "v: 2\n")},
+		Changes: []gitfile.Change{Update("ours.yaml", "v: 1\n", "v: 2\n")},
 	})
 	require.ErrorIs(t, err, forges.ErrConflict, "a commit on a stale head is refused")
 	require.Equal(t, moved, head(t, r, "main"), "the external commit is still the head")
 	theirs, _ := r.File(t, "main", "theirs.yaml")
 	require.Equal(t, "v: external\n", theirs, "nothing was reverted")
 
-	commit(t, r, "main", moved, put("ours.yaml", "v: 2\n"))
+	commit(t, r, "main", moved, Update("ours.yaml", "v: 1\n", "v: 2\n"))
 	ours, _ := r.File(t, "main", "ours.yaml")
 	require.Equal(t, "v: 2\n", ours, "the retry on the new head lands")
 	theirs, _ = r.File(t, "main", "theirs.yaml")
@@ -292,10 +306,11 @@ func chain(t *testing.T, f Fixture) {
 	start := head(t, r, "main")
 	reqs := make([]forges.CommitRequest, 3)
 	for i := range reqs {
-		reqs[i] = commitRequest(t, "main", start, put("a.yaml", fmt.Sprintf("v: %d\n", i+1)), put(fmt.Sprintf("only-%d.yaml", i), "x: 1\n"))
+		reqs[i] = commitRequest(t, "main", start, Update("a.yaml", fmt.Sprintf("v: %d\n", i), fmt.Sprintf("v: %d\n", i+1)),
+			put(fmt.Sprintf("only-%d.yaml", i), "x: 1\n"))
 		reqs[i].Author.Name = fmt.Sprintf("Author %d", i)
 	}
-	reqs[2].Changes = append(reqs[2].Changes, del("only-0.yaml"))
+	reqs[2].Changes = append(reqs[2].Changes, Delete("only-0.yaml", "x: 1\n"))
 	results, err := chainer.CommitChain(context.Background(), reqs)
 	require.NoError(t, err)
 	require.Len(t, results, 3)
@@ -312,11 +327,65 @@ func chain(t *testing.T, f Fixture) {
 
 	r.ExternalCommit(t, "main", "theirs.yaml", "v: external\n")
 	moved := head(t, r, "main")
-	stale := []forges.CommitRequest{commitRequest(t, "main", results[2].Commit, put("a.yaml", "v: 4\n")),
-		commitRequest(t, "main", "", put("a.yaml", "v: 5\n"))}
+	stale := []forges.CommitRequest{commitRequest(t, "main", results[2].Commit, Update("a.yaml", "v: 3\n", "v: 4\n")),
+		commitRequest(t, "main", "", Update("a.yaml", "v: 4\n", "v: 5\n"))}
 	_, err = chainer.CommitChain(context.Background(), stale)
 	require.ErrorIs(t, err, forges.ErrConflict, "a chain on a stale head is refused")
 	require.Equal(t, moved, head(t, r, "main"), "no commit of a refused chain is on the branch")
+}
+
+// baseBlobs: each change names the blob its path holds at the commit's
+// parent (none for a new path; in a chain, what the commit before wrote),
+// and the forge creates, updates and deletes by it without reading the
+// tree. A base blob gone stale with the head (another writer changed the
+// file) is a conflict that keeps the other writer's change.
+func baseBlobs(t *testing.T, f Fixture) {
+	r := f.NewRepo(t, "base-blobs", map[string]string{"kept.yaml": "v: 1\n", "changed.yaml": "v: 1\n", "deleted.yaml": "v: 1\n"})
+	first := commit(t, r, "main", head(t, r, "main"), Update("changed.yaml", "v: 1\n", "v: 2\n"),
+		Delete("deleted.yaml", "v: 1\n"), put("created.yaml", "v: 1\n"), del("never-there.yaml"))
+	requireFiles(t, r, map[string]string{"kept.yaml": "v: 1\n", "changed.yaml": "v: 2\n", "created.yaml": "v: 1\n"},
+		"deleted.yaml", "never-there.yaml")
+	require.Equal(t, gitfile.BlobID([]byte("v: 2\n"), first.Commit), first.Blobs["changed.yaml"],
+		"the result names the blob the next commit's change has as its base")
+
+	// The second commit's base blobs are the ones the first wrote: in a
+	// chain it is made before the forge has answered for the first.
+	reqs := []forges.CommitRequest{
+		commitRequest(t, "main", first.Commit, Update("changed.yaml", "v: 2\n", "v: 3\n"), Update("created.yaml", "v: 1\n", "v: 2\n")),
+		commitRequest(t, "main", "", Update("changed.yaml", "v: 3\n", "v: 4\n"), Delete("created.yaml", "v: 2\n"),
+			put("deleted.yaml", "v: back\n")),
+	}
+	var last string
+	if chainer, ok := r.Forge.(forges.ChainCommitter); ok {
+		results, err := chainer.CommitChain(context.Background(), reqs)
+		require.NoError(t, err)
+		last = results[1].Commit
+	} else {
+		second := commit(t, r, "main", first.Commit, reqs[0].Changes...)
+		last = commit(t, r, "main", second.Commit, reqs[1].Changes...).Commit
+	}
+	require.Equal(t, last, head(t, r, "main"))
+	requireFiles(t, r, map[string]string{"kept.yaml": "v: 1\n", "changed.yaml": "v: 4\n", "deleted.yaml": "v: back\n"}, "created.yaml")
+
+	r.ExternalCommit(t, "main", "changed.yaml", "v: external\n")
+	_, err := r.Forge.Commit(context.Background(), commitRequest(t, "main", last, Update("changed.yaml", "v: 4\n", "v: ours\n")))
+	require.ErrorIs(t, err, forges.ErrConflict, "a stale base blob on a stale head is refused")
+	requireFiles(t, r, map[string]string{"changed.yaml": "v: external\n"})
+}
+
+// requireFiles checks the files at the head of main: present with their
+// content, and absent.
+func requireFiles(t *testing.T, r Repo, present map[string]string, absent ...string) {
+	t.Helper()
+	for path, want := range present {
+		content, ok := r.File(t, "main", path)
+		require.True(t, ok, "%s is there", path)
+		require.Equal(t, want, content, path)
+	}
+	for _, path := range absent {
+		_, ok := r.File(t, "main", path)
+		require.False(t, ok, "%s is not there", path)
+	}
 }
 
 func refused(t *testing.T, f Fixture) {
@@ -325,7 +394,7 @@ func refused(t *testing.T, f Fixture) {
 	require.ErrorIs(t, err, forges.ErrUnauthorized, "refused credentials read as unauthorized: %v", err)
 	_, err = r.WrongCredentials.Commit(context.Background(), forges.CommitRequest{
 		Branch: "main", ExpectedHead: head(t, r, "main"), Message: "x\n", Author: author, Committer: committer,
-		Changes: []forges.FileChange{put("b.yaml", "b: 1\n")},
+		Changes: []gitfile.Change{put("b.yaml", "b: 1\n")},
 	})
 	require.Error(t, err)
 	require.True(t, errors.Is(err, forges.ErrUnauthorized) || errors.Is(err, forges.ErrForbidden), "%v", err)
@@ -377,8 +446,8 @@ const rateLimitedFiles = 5
 
 // rateLimitedChanges adds files, changes one, deletes one: every kind of
 // change that a refused write could lose.
-func rateLimitedChanges() []forges.FileChange {
-	changes := []forges.FileChange{put("changed.yaml", "v: 2\n"), del("deleted.yaml")}
+func rateLimitedChanges() []gitfile.Change {
+	changes := []gitfile.Change{Update("changed.yaml", "v: 1\n", "v: 2\n"), Delete("deleted.yaml", "v: 1\n")}
 	for i := range rateLimitedFiles {
 		changes = append(changes, put(fmt.Sprintf("limited/file-%d.yaml", i), fmt.Sprintf("n: %d\n", i)))
 	}

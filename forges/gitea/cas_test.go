@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/forgetest"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // TestConcurrentCommitsOnOneHead races two clients committing different
@@ -73,7 +75,7 @@ func TestScratchBranchIsAlwaysDeleted(t *testing.T) {
 	ctx := testContext(t)
 
 	first := sdkHead(t, repo, "main")
-	_, err := client.Commit(ctx, commitRequest(first, "lands\n", put("a.yaml", "a: 2\n")))
+	_, err := client.Commit(ctx, commitRequest(first, "lands\n", forgetest.Update("a.yaml", "a: 1\n", "a: 2\n")))
 	require.NoError(t, err)
 	require.Equal(t, []string{"main"}, branches(t, repo), "after a commit that landed")
 
@@ -87,7 +89,7 @@ func TestScratchBranchIsAlwaysDeleted(t *testing.T) {
 
 	// The file itself moved: ChangeFiles refuses with 422 "sha does not
 	// match" before making any commit.
-	_, err = client.Commit(ctx, commitRequest(stale, "same file, stale head\n", put("a.yaml", "a: 3\n")))
+	_, err = client.Commit(ctx, commitRequest(stale, "same file, stale head\n", forgetest.Update("a.yaml", "a: 1\n", "a: 3\n")))
 	require.ErrorIs(t, err, forges.ErrConflict)
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr, "the Gitea answer stays wrapped")
@@ -109,7 +111,7 @@ func TestBranchMovedBetweenCommitAndUpdate(t *testing.T) {
 		external = externalCommit(t, repo, "main", map[string]string{"theirs.yaml": "v: external\n"})
 	})
 
-	_, err := client.Commit(testContext(t), commitRequest(expected, "ours\n", put("ours.yaml", "v: 2\n")))
+	_, err := client.Commit(testContext(t), commitRequest(expected, "ours\n", forgetest.Update("ours.yaml", "v: 1\n", "v: 2\n")))
 	require.ErrorIs(t, err, forges.ErrConflict)
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
@@ -158,7 +160,7 @@ func TestCommitOnDeletedBranchIsConflict(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, deleted, "HTTP %d", resp.StatusCode)
 
-	onDeleted := commitRequest(created.Commit, "on a deleted branch\n", put("f.yaml", "f: 2\n"))
+	onDeleted := commitRequest(created.Commit, "on a deleted branch\n", forgetest.Update("f.yaml", "f: 1\n", "f: 2\n"))
 	onDeleted.Branch = "feature"
 	_, err = client.Commit(ctx, onDeleted)
 	require.ErrorIs(t, err, forges.ErrConflict)
@@ -174,7 +176,7 @@ func TestNewBranchThatAppearedIsConflict(t *testing.T) {
 	ctx := testContext(t)
 	request, first := commitNewBranch(t, ctx, client, repo, "mirror", "first\n", put("m.yaml", "m: 1\n"))
 
-	request.Changes = []forges.FileChange{put("m.yaml", "m: 2\n")}
+	request.Changes = []gitfile.Change{put("m.yaml", "m: 2\n")}
 	_, err := client.Commit(ctx, request)
 	require.ErrorIs(t, err, forges.ErrConflict)
 	require.Equal(t, first.Commit, sdkHead(t, repo, "mirror"))
@@ -214,7 +216,7 @@ func TestRequestsAndLatencyPerCommit(t *testing.T) {
 	head := sdkHead(t, repo, "main")
 	var latencies []time.Duration
 	for i := range 7 {
-		changes := []forges.FileChange{put("seed/a.yaml", fmt.Sprintf("a: %d\n", i+2))}
+		changes := []gitfile.Change{forgetest.Update("seed/a.yaml", fmt.Sprintf("a: %d\n", i+1), fmt.Sprintf("a: %d\n", i+2))}
 		for j := range 4 {
 			changes = append(changes, put(fmt.Sprintf("apps/app-%d/file-%d.yaml", j, i), "x: 1\n"))
 		}
@@ -224,26 +226,36 @@ func TestRequestsAndLatencyPerCommit(t *testing.T) {
 		require.NoError(t, err)
 		head = res.Commit
 		repoAPI := "/api/v1/repos/" + server.AdminUser() + "/" + repo
-		requireRequests(t, counter.take(), "a commit of 5 files on a head is 4 requests",
-			"GET "+repoAPI+"/git/trees/"+describeCommit(t, repo, head).Parents[0],
+		requests := counter.take()
+		requireNoTreeListing(t, requests)
+		requireRequests(t, requests, "a commit of 5 files on a head is 3 requests: the base blobs say create or update",
 			"POST "+repoAPI+"/contents",
 			"PUT "+repoAPI+"/branches/main",
 			"DELETE "+repoAPI+"/branches/"+scratchBranchPrefix)
 	}
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	t.Logf("strict commit of 5 files: 4 requests, median %s (min %s, max %s); median per request: %v",
+	t.Logf("strict commit of 5 files: 3 requests, median %s (min %s, max %s); median per request: %v",
 		latencies[len(latencies)/2], latencies[0], latencies[len(latencies)-1], counter.medianByMethod())
 
 	_, err := client.Commit(ctx, forges.CommitRequest{Branch: "new", BaseHead: head, Message: "new\n",
-		Changes: []forges.FileChange{put("n.yaml", "n: 1\n")}})
+		Changes: []gitfile.Change{put("n.yaml", "n: 1\n")}})
 	require.NoError(t, err)
-	require.Len(t, counter.take(), 4, "a new branch: tree, scratch branch, commit, scratch deletion")
+	require.Len(t, counter.take(), 3, "a new branch: scratch branch, commit, scratch deletion")
 
 	empty := createRepo(t, "requests-empty", nil)
 	emptyClient, emptyCounter := newCountingClient(t, empty)
 	_, err = emptyClient.Commit(ctx, commitRequest("", "first\n", put("a.yaml", "a: 1\n")))
 	require.NoError(t, err)
 	require.Len(t, emptyCounter.take(), 1, "a first commit is one request")
+}
+
+// requireNoTreeListing checks that no request of a commit lists a tree:
+// the changes' base blobs tell the forge what each path holds.
+func requireNoTreeListing(t *testing.T, got []string) {
+	t.Helper()
+	for _, request := range got {
+		require.NotContains(t, request, "/git/trees/", "a commit lists no tree: %v", got)
+	}
 }
 
 // requireRequests checks that got are exactly the requests whose method
@@ -264,7 +276,7 @@ func TestCommitResultBlobsMatchTheForge(t *testing.T) {
 	client := newClient(t, repo, server.Token())
 	ctx := context.Background()
 	res, err := client.Commit(ctx, commitRequest(sdkHead(t, repo, "main"), "blobs\n",
-		put("a.yaml", "a: 2\n"), put("dir/empty.yaml", ""), put("dir/binary", "\x00\xff\x10"), del("missing.yaml")))
+		forgetest.Update("a.yaml", "a: 1\n", "a: 2\n"), put("dir/empty.yaml", ""), put("dir/binary", "\x00\xff\x10"), del("missing.yaml")))
 	require.NoError(t, err)
 	entries, err := client.Tree(ctx, res.Commit, "")
 	require.NoError(t, err)
@@ -347,8 +359,12 @@ func TestAServerThatRefusesPushesGetsTheCommitsThroughChangeFilesForAnHour(t *te
 	require.NoError(t, err)
 	author := forges.Signature{Name: "Operator", Email: "op@example.com", When: time.Now()}
 	for i := range 2 {
+		change := gitfile.Change{Path: "a.yaml", Content: fmt.Appendf(nil, "v: %d\n", i)}
+		if i > 0 {
+			change.BaseBlob = gitfile.BlobID(fmt.Appendf(nil, "v: %d\n", i-1), head)
+		}
 		res, err := client.Commit(ctx, forges.CommitRequest{Branch: "main", ExpectedHead: head, Message: "edit",
-			Author: author, Committer: author, Changes: []forges.FileChange{{Path: "a.yaml", Content: fmt.Appendf(nil, "v: %d\n", i)}}})
+			Author: author, Committer: author, Changes: []gitfile.Change{change}})
 		require.NoError(t, err)
 		head = res.Commit
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 const (
@@ -33,7 +34,7 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 // the last change to each path.
 type link struct {
 	req     forges.CommitRequest
-	changes []forges.FileChange
+	changes []gitfile.Change
 }
 
 // apiChainLimit bounds a chain made through ChangeFiles: each commit is
@@ -56,9 +57,8 @@ func (c *Client) ChainLimit() int {
 // the branch once, to the last, only if it still points at
 // reqs[0].ExpectedHead (forges.ChainCommitter). Through the Pusher that is
 // one push. Through the API the commits are made on a scratch branch,
-// one ChangeFiles each, planned on one read of the expected head's tree,
-// and the branch moves with one compare-and-swap: N+3 requests for N
-// commits. When the branch moved, or a file changed, the error is
+// one ChangeFiles each, planned on the changes' base blobs, and the branch
+// moves with one compare-and-swap: N+2 requests for N commits. When the branch moved, or a file changed, the error is
 // forges.ErrConflict and the branch is as the other writer left it.
 // Within a request a later change to the same path wins over an earlier
 // one; deleting a path that does not exist does nothing.
@@ -154,10 +154,6 @@ func checkCommitRequest(req forges.CommitRequest) error {
 // commit.
 func (c *Client) commitOnHead(ctx context.Context, op, expected string, chain []link) (commits []string, err error) {
 	branch := chain[0].req.Branch
-	files, err := c.baseFiles(ctx, expected, chain)
-	if err != nil {
-		return nil, c.conflictIfMoved(ctx, op, branch, expected, err)
-	}
 	scratch, err := c.scratchBranchName()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -167,7 +163,7 @@ func (c *Client) commitOnHead(ctx context.Context, op, expected string, chain []
 	// The first commit goes onto the new scratch branch from the target,
 	// which Gitea bases on the target's head when the request arrives:
 	// its parent tells whether that is still the expected head.
-	commits, err = c.writeChain(ctx, op, chain, files, expected, func(i int) (string, string) {
+	commits, err = c.writeChain(ctx, op, chain, expected, func(i int) (string, string) {
 		if i == 0 {
 			return branch, scratch
 		}
@@ -193,10 +189,6 @@ func (c *Client) commitOnHead(ctx context.Context, op, expected string, chain []
 // 422 "branch already exists" when the target appeared meanwhile.
 func (c *Client) commitNewBranch(ctx context.Context, op string, chain []link) (commits []string, err error) {
 	first := chain[0].req
-	files, err := c.baseFiles(ctx, first.BaseHead, chain)
-	if err != nil {
-		return nil, classify(op, err)
-	}
 	scratch, err := c.scratchBranchName()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -208,7 +200,7 @@ func (c *Client) commitNewBranch(ctx context.Context, op string, chain []link) (
 		return nil, classify(op+": create scratch branch", err)
 	}
 	// Once the last ChangeFiles answers, the target exists.
-	commits, err = c.writeChain(ctx, op, chain, files, first.BaseHead, func(i int) (string, string) {
+	commits, err = c.writeChain(ctx, op, chain, first.BaseHead, func(i int) (string, string) {
 		if i == len(chain)-1 {
 			return scratch, first.Branch
 		}
@@ -222,21 +214,16 @@ func (c *Client) commitNewBranch(ctx context.Context, op string, chain []link) (
 
 // writeChain makes the chain's commits with one ChangeFiles each: link i
 // on top of branch from, onto branch onto (a branch that must not exist
-// yet, or "" for from itself), as route(i) says. files are the files the
-// changes can touch as of parent, which the first commit must be on: each
-// commit is planned on them, and they are brought forward to it, from the
-// contents it wrote, for the next. Each commit's parent is checked to be
-// the one before: Gitea bases a commit on the head of from when the
-// request arrives.
-func (c *Client) writeChain(ctx context.Context, op string, chain []link, files map[string]forges.TreeEntry, parent string,
+// yet, or "" for from itself), as route(i) says; the first on parent.
+// Each commit is planned on its changes' base blobs. Each commit's parent
+// is checked to be the one before: Gitea bases a commit on the head of
+// from when the request arrives.
+func (c *Client) writeChain(ctx context.Context, op string, chain []link, parent string,
 	route func(i int) (from, onto string)) ([]string, error) {
-	if files == nil {
-		files = map[string]forges.TreeEntry{}
-	}
 	commits := make([]string, 0, len(chain))
 	for i, l := range chain {
 		from, onto := route(i)
-		created, err := c.changeFiles(ctx, l.req, from, onto, planOperations(l.changes, files))
+		created, err := c.changeFiles(ctx, l.req, from, onto, planOperations(l.changes))
 		if err != nil {
 			return nil, err
 		}
@@ -246,14 +233,6 @@ func (c *Client) writeChain(ctx context.Context, op string, chain []link, files 
 		}
 		parent = created.Commit.SHA
 		commits = append(commits, parent)
-		for path, blob := range writtenBlobs(l.changes, parent) {
-			files[path] = forges.TreeEntry{Path: path, BlobID: blob, Mode: forges.ModeRegular}
-		}
-		for _, change := range l.changes {
-			if change.Delete {
-				delete(files, change.Path)
-			}
-		}
 	}
 	return commits, nil
 }
@@ -272,7 +251,7 @@ func (c *Client) commitFirst(ctx context.Context, op string, chain []link) ([]st
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	created, err := c.changeFiles(ctx, req, missingBase, req.Branch, planOperations(chain[0].changes, nil))
+	created, err := c.changeFiles(ctx, req, missingBase, req.Branch, planOperations(chain[0].changes))
 	if statusOf(err) == http.StatusNotFound {
 		return nil, c.explainNoRootCommit(ctx, op, req.Branch, err)
 	}
@@ -335,24 +314,6 @@ func (c *Client) changeFiles(ctx context.Context, req forges.CommitRequest, base
 	return &created, nil
 }
 
-// baseFiles reads the files of commit that the chain's changes can touch,
-// by path; no changes need no read (the commits are then empty, as Gitea
-// allows).
-func (c *Client) baseFiles(ctx context.Context, commit string, chain []link) (map[string]forges.TreeEntry, error) {
-	var changes []forges.FileChange
-	for _, l := range chain {
-		changes = append(changes, l.changes...)
-	}
-	if len(changes) == 0 {
-		return nil, nil
-	}
-	entries, err := c.Tree(ctx, commit, commonDirectory(changes))
-	if err != nil {
-		return nil, err
-	}
-	return filesByPath(entries), nil
-}
-
 // conflictIfMoved classifies err, and makes it a conflict when the branch
 // no longer points at expected. A refusal that names nothing that moved (a
 // 404 for a deleted branch, an expected head that is gone, a new file in
@@ -372,10 +333,21 @@ func (c *Client) conflictIfMoved(ctx context.Context, op, branch, expected strin
 		return classified
 	case headErr == nil:
 		return asConflict(op, err, fmt.Sprintf("%s moved from %s to %s", branch, expected, head))
+	case errors.Is(headErr, forges.ErrNotFound) && !c.repositoryVisible(ctx):
+		// A repository the token cannot see answers 404 to everything:
+		// not found, not a branch another writer deleted.
+		return classified
 	case errors.Is(headErr, forges.ErrNotFound), errors.Is(headErr, forges.ErrEmptyRepository):
 		return asConflict(op, err, branch+" no longer exists")
 	}
 	return classified
+}
+
+// repositoryVisible reports whether the repository answers to the token;
+// a failed read is taken as visible, so a refusal stays a conflict.
+func (c *Client) repositoryVisible(ctx context.Context) bool {
+	err := c.call(ctx, http.MethodGet, c.repoPath(""), nil, nil, &repositoryResponse{})
+	return statusOf(err) != http.StatusNotFound
 }
 
 // dropScratchBranch deletes the scratch branch after a commit, whatever

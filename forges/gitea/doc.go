@@ -40,8 +40,10 @@
 // all. (Without a sha Gitea even overwrites an update unconditionally.)
 // So this forge runs the strict mode:
 //
-//  1. read the tree of the expected head (to decide create vs update and to
-//     send every update and delete with the blob sha it replaces);
+//  1. decide create, update or delete from each change's base blob (the
+//     blob the caller knows the path holds at the expected head), and send
+//     every update and delete with that sha, which Gitea checks: no tree
+//     is read;
 //  2. ChangeFiles with branch = the target and new_branch = a scratch
 //     branch: the commit lands on the scratch branch only, and its parent
 //     must be the expected head (Gitea bases it on the target's current
@@ -52,15 +54,13 @@
 //     --force-with-lease;
 //  4. delete the scratch branch, whatever happened.
 //
-// A chain of commits (CommitChain) reads the tree once, for the paths all
-// of its commits touch, commits the first as in 2, each later one with
-// ChangeFiles on the scratch branch itself (its files' shas are the blob
-// ids the commit before wrote, computed, not read), and moves the target
-// once, as in 3, to the last: N+3 requests for N commits. With a Pusher a
-// chain is one push.
+// A chain of commits (CommitChain) commits the first as in 2, each later
+// one with ChangeFiles on the scratch branch itself (its changes' base
+// blobs are the blob ids the commit before wrote, which the caller
+// computed, not read), and moves the target once, as in 3, to the last:
+// N+2 requests for N commits. With a Pusher a chain is one push.
 //
-// That is four requests per commit when the tree fits one page, against two
-// for the unguarded write; Gitea's own push hooks dominate the latency
+// That is three requests per commit, against two for the unguarded write; Gitea's own push hooks dominate the latency
 // either way. Side effect: webhooks and Actions that listen to every branch
 // see the scratch branch (named gitops-reverser-cas-<unix seconds>-<random>)
 // appear and disappear. If its deletion fails (a connection cut, a killed

@@ -17,6 +17,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/forges/gogit"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // uniqueName is a repository or user name unique to this run of the test,
@@ -180,17 +181,17 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-func put(path, content string) forges.FileChange {
-	return forges.FileChange{Path: path, Content: []byte(content)}
+func put(path, content string) gitfile.Change {
+	return gitfile.Change{Path: path, Content: []byte(content)}
 }
 
-func del(path string) forges.FileChange { return forges.FileChange{Path: path, Delete: true} }
+func del(path string) gitfile.Change { return gitfile.Change{Path: path, Delete: true} }
 
 // commitNewBranch commits change on a new branch from main's current head
 // and returns the request and its result.
-func commitNewBranch(t *testing.T, ctx context.Context, client *Client, repo, branch, message string, change forges.FileChange) (forges.CommitRequest, forges.CommitResult) {
+func commitNewBranch(t *testing.T, ctx context.Context, client *Client, repo, branch, message string, change gitfile.Change) (forges.CommitRequest, forges.CommitResult) {
 	t.Helper()
-	request := forges.CommitRequest{Branch: branch, BaseHead: sdkHead(t, repo, "main"), Message: message, Changes: []forges.FileChange{change}}
+	request := forges.CommitRequest{Branch: branch, BaseHead: sdkHead(t, repo, "main"), Message: message, Changes: []gitfile.Change{change}}
 	result, err := client.Commit(ctx, request)
 	require.NoError(t, err)
 	return request, result
@@ -198,7 +199,7 @@ func commitNewBranch(t *testing.T, ctx context.Context, client *Client, repo, br
 
 // commitRequest is a commit on expectedHead of main by a fixed author and
 // committer in different zones, so a re-stamped identity shows.
-func commitRequest(expectedHead, message string, changes ...forges.FileChange) forges.CommitRequest {
+func commitRequest(expectedHead, message string, changes ...gitfile.Change) forges.CommitRequest {
 	return forges.CommitRequest{
 		Branch: "main", ExpectedHead: expectedHead, Message: message,
 		Author: forges.Signature{Name: "Jane Operator", Email: "jane@example.com",

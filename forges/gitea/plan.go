@@ -1,44 +1,23 @@
 package gitea
 
 import (
-	"crypto/sha1" //nolint:gosec // Git's object ids are SHA-1; this is addressing, not security.
-	"crypto/sha256"
+	//nolint:gosec // Git's object ids are SHA-1; this is addressing, not security.
+
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
-	"hash"
-	"path"
 	"strings"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
-
-const (
-	sha1HexLength   = 40
-	sha256HexLength = 64
-)
-
-// blobID is the Git object id of a blob holding content, in the object
-// format whose ids have hexLength digits (SHA-256 for 64, else SHA-1).
-func blobID(content []byte, hexLength int) string {
-	var h hash.Hash
-	if hexLength == sha256HexLength {
-		h = sha256.New()
-	} else {
-		h = sha1.New() //nolint:gosec // see the import
-	}
-	fmt.Fprintf(h, "blob %d\x00", len(content))
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))
-}
 
 // finalChanges keeps the last change to each path, in the order the paths
 // first appear: a commit holds only the final state of a path, and Gitea
 // would apply two operations on one path one after the other against the
 // same base, failing the second.
-func finalChanges(changes []forges.FileChange) ([]forges.FileChange, error) {
+func finalChanges(changes []gitfile.Change) ([]gitfile.Change, error) {
 	index := make(map[string]int, len(changes))
-	final := make([]forges.FileChange, 0, len(changes))
+	final := make([]gitfile.Change, 0, len(changes))
 	for _, change := range changes {
 		if err := forges.ValidatePath(change.Path); err != nil {
 			return nil, fmt.Errorf("change to %q: %w", change.Path, err)
@@ -53,42 +32,25 @@ func finalChanges(changes []forges.FileChange) ([]forges.FileChange, error) {
 	return final, nil
 }
 
-// commonDirectory is the deepest directory holding every changed path, so
-// the base tree read keeps only the files a commit can touch.
-func commonDirectory(changes []forges.FileChange) string {
-	if len(changes) == 0 {
-		return ""
-	}
-	common := path.Dir(changes[0].Path)
-	for _, change := range changes[1:] {
-		for common != "." && !isBelow(change.Path, common) {
-			common = path.Dir(common)
-		}
-	}
-	if common == "." {
-		return ""
-	}
-	return common
-}
-
-// planOperations turns changes into Gitea file operations against base,
-// the files of the commit the changes were planned on (path -> entry):
-// a put of a new path is a create, which Gitea refuses if the path exists
-// by then; a put of an existing path is an update and a delete is a
-// delete, both carrying the blob id they replace, which Gitea checks. A
-// delete of a path base does not have is already done and is left out
-// (Gitea would answer 404).
-func planOperations(changes []forges.FileChange, base map[string]forges.TreeEntry) []fileOperation {
+// planOperations turns changes into Gitea file operations from their base
+// blobs, so no tree is read to plan a commit: a put of a path without one
+// is a create, which Gitea refuses if the path exists by then; a put of a
+// path with one is an update and a delete is a delete, both carrying the
+// blob id they replace, which Gitea checks ("sha does not match": a
+// conflict, so a stale base blob never overwrites another writer's
+// change). A delete of a path without a base blob is already done and is
+// left out (Gitea would answer 404).
+func planOperations(changes []gitfile.Change) []fileOperation {
 	operations := make([]fileOperation, 0, len(changes))
 	for _, change := range changes {
-		existing, exists := base[change.Path]
+		exists := change.BaseBlob != ""
 		switch {
 		case change.Delete && !exists:
 			continue
 		case change.Delete:
-			operations = append(operations, fileOperation{Operation: "delete", Path: change.Path, SHA: existing.BlobID})
+			operations = append(operations, fileOperation{Operation: "delete", Path: change.Path, SHA: change.BaseBlob})
 		case exists:
-			operations = append(operations, fileOperation{Operation: "update", Path: change.Path, SHA: existing.BlobID,
+			operations = append(operations, fileOperation{Operation: "update", Path: change.Path, SHA: change.BaseBlob,
 				ContentBase64: base64.StdEncoding.EncodeToString(change.Content)})
 		default:
 			operations = append(operations, fileOperation{Operation: "create", Path: change.Path,
@@ -100,23 +62,14 @@ func planOperations(changes []forges.FileChange, base map[string]forges.TreeEntr
 
 // writtenBlobs maps each put path to the blob id of its content, in the
 // object format of commit.
-func writtenBlobs(changes []forges.FileChange, commit string) map[string]string {
+func writtenBlobs(changes []gitfile.Change, commit string) map[string]string {
 	blobs := make(map[string]string, len(changes))
 	for _, change := range changes {
 		if !change.Delete {
-			blobs[change.Path] = blobID(change.Content, len(commit))
+			blobs[change.Path] = gitfile.BlobID(change.Content, commit)
 		}
 	}
 	return blobs
-}
-
-// filesByPath indexes tree entries by path.
-func filesByPath(entries []forges.TreeEntry) map[string]forges.TreeEntry {
-	byPath := make(map[string]forges.TreeEntry, len(entries))
-	for _, entry := range entries {
-		byPath[entry.Path] = entry
-	}
-	return byPath
 }
 
 // hasParent reports whether the ChangeFiles answer describes a commit

@@ -7,49 +7,30 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
-// TestBlobID compares with ids git itself prints (git hash-object, and
-// git hash-object --object-format=sha256 for the empty blob).
-func TestBlobID(t *testing.T) {
-	require.Equal(t, "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391", blobID(nil, sha1HexLength))
-	require.Equal(t, "ce013625030ba8dba906f756967f9e9ca394464a", blobID([]byte("hello\n"), sha1HexLength))
-	require.Equal(t, "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813", blobID(nil, sha256HexLength))
-}
-
 func TestFinalChangesKeepTheLastChangePerPath(t *testing.T) {
-	final, err := finalChanges([]forges.FileChange{put("a", "1"), put("b", "1"), del("a"), put("b", "2")})
+	final, err := finalChanges([]gitfile.Change{put("a", "1"), put("b", "1"), del("a"), put("b", "2")})
 	require.NoError(t, err)
-	require.Equal(t, []forges.FileChange{del("a"), put("b", "2")}, final)
+	require.Equal(t, []gitfile.Change{del("a"), put("b", "2")}, final)
 
 	for _, bad := range []string{"", "/abs", "a//b", "a/../b", "./a", ".git/config", "x/.GIT/y", "nul\x00"} {
-		_, err := finalChanges([]forges.FileChange{put(bad, "x")})
+		_, err := finalChanges([]gitfile.Change{put(bad, "x")})
 		require.Error(t, err, "%q", bad)
 	}
 }
 
-func TestCommonDirectory(t *testing.T) {
-	require.Equal(t, "", commonDirectory(nil))
-	require.Equal(t, "a/b", commonDirectory([]forges.FileChange{put("a/b/c.yaml", ""), del("a/b/d/e.yaml")}))
-	require.Equal(t, "a", commonDirectory([]forges.FileChange{put("a/b/c.yaml", ""), put("a/bc/d.yaml", "")}),
-		"whole segments: a/b is not a prefix of a/bc")
-	require.Equal(t, "", commonDirectory([]forges.FileChange{put("a/b.yaml", ""), put("c.yaml", "")}))
-}
-
 func TestPlanOperations(t *testing.T) {
-	base := map[string]forges.TreeEntry{
-		"kept.yaml":    {Path: "kept.yaml", BlobID: "blob-kept"},
-		"deleted.yaml": {Path: "deleted.yaml", BlobID: "blob-deleted"},
-	}
-	operations := planOperations([]forges.FileChange{
-		put("kept.yaml", "new"), put("new.yaml", "fresh"), del("deleted.yaml"), del("never-existed.yaml"),
-	}, base)
+	kept, deleted := put("kept.yaml", "new"), del("deleted.yaml")
+	kept.BaseBlob, deleted.BaseBlob = "blob-kept", "blob-deleted"
+	operations := planOperations([]gitfile.Change{kept, put("new.yaml", "fresh"), deleted, del("never-existed.yaml")})
 	require.Equal(t, []fileOperation{
 		{Operation: "update", Path: "kept.yaml", SHA: "blob-kept", ContentBase64: base64.StdEncoding.EncodeToString([]byte("new"))},
 		{Operation: "create", Path: "new.yaml", ContentBase64: base64.StdEncoding.EncodeToString([]byte("fresh"))},
 		{Operation: "delete", Path: "deleted.yaml", SHA: "blob-deleted"},
-	}, operations)
-	require.NotNil(t, planOperations(nil, nil), "an empty list, not null: Gitea requires the files field")
+	}, operations, "create, update or delete and each sha come from the base blob")
+	require.NotNil(t, planOperations(nil), "an empty list, not null: Gitea requires the files field")
 }
 
 func TestNewNormalisesTheBaseURL(t *testing.T) {

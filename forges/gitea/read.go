@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // Tree lists the files of commit below the directory prefix ("" or "."
@@ -208,12 +209,17 @@ func (c *Client) Blob(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: decoding the content: %w", op, err)
 	}
-	if got := blobID(content, len(id)); got != strings.ToLower(id) {
+	if got := gitfile.BlobID(content, id); got != strings.ToLower(id) {
 		return nil, forges.Errorf(forges.KindTransient, op,
 			fmt.Errorf("the content gitea sent hashes to %s (%d bytes)", got, len(content)))
 	}
 	return content, nil
 }
+
+const (
+	sha1HexLength   = 40
+	sha256HexLength = 64
+)
 
 // checkObjectID accepts a full hexadecimal object id: 40 digits (SHA-1) or
 // 64 (SHA-256, which Gitea supports for new repositories). Anything else

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // TestTreeReadsEveryPage lowers the page size so the recursive tree spans
@@ -39,7 +40,7 @@ func TestTreeReadsEveryPage(t *testing.T) {
 	}
 	want := map[string]string{}
 	for path, content := range seed {
-		want[path] = blobID([]byte(content), len(head))
+		want[path] = gitfile.BlobID([]byte(content), head)
 	}
 	require.Equal(t, want, got)
 

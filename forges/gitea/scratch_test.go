@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"code.gitea.io/sdk/gitea"
+	"github.com/configbutler/gitops-reverser/forges/forgetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +46,7 @@ func TestAStaleScratchBranchIsDeletedByALaterCommit(t *testing.T) {
 	ctx := testContext(t)
 
 	transport.cut.Store(true)
-	res, err := client.Commit(ctx, commitRequest(sdkHead(t, repo, "main"), "cut\n", put("a.yaml", "a: 2\n")))
+	res, err := client.Commit(ctx, commitRequest(sdkHead(t, repo, "main"), "cut\n", forgetest.Update("a.yaml", "a: 1\n", "a: 2\n")))
 	require.NoError(t, err, "the branch moved; only the scratch branch's deletion was lost")
 	transport.cut.Store(false)
 	left := branches(t, repo)
@@ -60,7 +61,7 @@ func TestAStaleScratchBranchIsDeletedByALaterCommit(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	_, err = client.Commit(ctx, commitRequest(res.Commit, "later\n", put("a.yaml", "a: 3\n")))
+	_, err = client.Commit(ctx, commitRequest(res.Commit, "later\n", forgetest.Update("a.yaml", "a: 2\n", "a: 3\n")))
 	require.NoError(t, err)
 	require.Equal(t, []string{inFlight, scratchBranchPrefix + "notes", "main"}, branches(t, repo),
 		"the stale scratch branches are gone: the one the cut left and the earlier release's (its commit is older "+

@@ -13,6 +13,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/forges"
 	forgegithub "github.com/configbutler/gitops-reverser/forges/github"
+	"github.com/configbutler/gitops-reverser/gitfile"
 	simgithub "github.com/configbutler/gitops-reverser/test/sim/github"
 )
 
@@ -52,7 +53,7 @@ func commitOnHead(t *testing.T, client forges.Forge, path string) {
 	ctx := context.Background()
 	head, err := client.Head(ctx, "main")
 	require.NoError(t, err)
-	_, err = client.Commit(ctx, commitRequest("main", head, forges.FileChange{Path: path, Content: []byte(path + "\n")}))
+	_, err = client.Commit(ctx, commitRequest("main", head, gitfile.Change{Path: path, Content: []byte(path + "\n")}))
 	require.NoError(t, err)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-github/v93/github"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // bootstrapChain makes the first commits of an empty repository. The Git
@@ -95,12 +96,12 @@ func (c *Client) bootstrap(ctx context.Context, op string, req forges.CommitRequ
 	c.commitTrees.put(bootCommit, created.Commit.GetTree().GetSHA())
 	boot := forges.CommitResult{Commit: bootCommit, Blobs: map[string]string{req.Changes[first].Path: created.GetContent().GetSHA()}}
 	rest := req
-	rest.Changes = append(append([]forges.FileChange(nil), req.Changes[:first]...), req.Changes[first+1:]...)
+	rest.Changes = append(append([]gitfile.Change(nil), req.Changes[:first]...), req.Changes[first+1:]...)
 	return boot, rest, nil
 }
 
 // smallestPut is the index of the smallest file the changes put.
-func smallestPut(changes []forges.FileChange) (int, bool) {
+func smallestPut(changes []gitfile.Change) (int, bool) {
 	best := -1
 	for i, change := range changes {
 		if !change.Delete && (best < 0 || len(change.Content) < len(changes[best].Content)) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/forges"
 	forgegithub "github.com/configbutler/gitops-reverser/forges/github"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // chainOf is n requests on main from head, the i-th putting step.yaml at i
@@ -18,8 +19,8 @@ func chainOf(n int, head string) []forges.CommitRequest {
 	reqs := make([]forges.CommitRequest, n)
 	for i := range reqs {
 		reqs[i] = commitRequest("main", head,
-			forges.FileChange{Path: "step.yaml", Content: fmt.Appendf(nil, "step: %d\n", i)},
-			forges.FileChange{Path: fmt.Sprintf("only-%d.yaml", i), Content: []byte("x: 1\n")})
+			gitfile.Change{Path: "step.yaml", Content: fmt.Appendf(nil, "step: %d\n", i)},
+			gitfile.Change{Path: fmt.Sprintf("only-%d.yaml", i), Content: []byte("x: 1\n")})
 	}
 	return reqs
 }

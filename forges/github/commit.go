@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-github/v93/github"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // inlineContentMaxBytes: files up to this size that are valid UTF-8 go
@@ -29,6 +30,9 @@ const inlineContentMaxBytes = 1 << 20
 // Commit applies req.Changes in one commit on req.ExpectedHead and moves
 // the branch only as a fast forward, so a branch that moved since is
 // ErrConflict and keeps what the other writer committed: a chain of one.
+//
+// Each change's base blob says whether its path exists at the parent: a
+// delete of a path without one is left out rather than refused by GitHub.
 //
 // Requests per commit: 3 on a head whose tree the client knows (its own
 // last commit, or one it read with Tree), 4 otherwise; plus one per binary
@@ -222,8 +226,9 @@ func (c *Client) writeCommit(ctx context.Context, op string, req forges.CommitRe
 		if err != nil {
 			// A deletion of a path that is gone is refused ("Returns an
 			// error if you try to delete a file that does not exist",
-			// https://docs.github.com/rest/git/trees#create-a-tree): a
-			// file changed since the caller read it.
+			// https://docs.github.com/rest/git/trees#create-a-tree): its
+			// base blob named a file the parent does not have, so the
+			// caller's view of the tree is stale.
 			return forges.CommitResult{}, "", c.classify(op, err, conflictStatusesOfTree(req.Changes)...)
 		}
 		tree = created.GetSHA()
@@ -240,7 +245,7 @@ func (c *Client) writeCommit(ctx context.Context, op string, req forges.CommitRe
 	return forges.CommitResult{Commit: created.GetSHA(), Blobs: blobs}, tree, nil
 }
 
-func conflictStatusesOfTree(changes []forges.FileChange) []int {
+func conflictStatusesOfTree(changes []gitfile.Change) []int {
 	for _, change := range changes {
 		if change.Delete {
 			return []int{http.StatusUnprocessableEntity}
@@ -279,12 +284,17 @@ func identity(sig forges.Signature) *github.CommitAuthor {
 
 // treeEntries turns changes into "Create a tree" entries: text inline
 // ("content"), other content as a blob created first, deletions as sha
-// null. It returns the blob id of every put path, computed locally for
-// inline content (a blob's id is the SHA-1 of its content).
-func (c *Client) treeEntries(ctx context.Context, changes []forges.FileChange) ([]*github.TreeEntry, map[string]string, error) {
+// null. A deletion of a path without a base blob (the parent does not have
+// it) is already done and left out: GitHub would refuse the tree. It
+// returns the blob id of every put path, computed locally for inline
+// content (a blob's id is the SHA-1 of its content).
+func (c *Client) treeEntries(ctx context.Context, changes []gitfile.Change) ([]*github.TreeEntry, map[string]string, error) {
 	entries := make([]*github.TreeEntry, 0, len(changes))
 	blobs := map[string]string{}
 	for _, change := range changes {
+		if change.Delete && change.BaseBlob == "" {
+			continue
+		}
 		entry := &github.TreeEntry{Path: new(change.Path), Mode: new("100644"), Type: new("blob")}
 		switch {
 		case change.Delete:

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/forgetest"
+	"github.com/configbutler/gitops-reverser/gitfile"
 	simgithub "github.com/configbutler/gitops-reverser/test/sim/github"
 )
 
@@ -32,14 +34,14 @@ func record(t *testing.T, sim *simgithub.Server, fn func()) []string {
 	return made
 }
 
-func commitRequest(branch, expected string, changes ...forges.FileChange) forges.CommitRequest {
+func commitRequest(branch, expected string, changes ...gitfile.Change) forges.CommitRequest {
 	return forges.CommitRequest{Branch: branch, ExpectedHead: expected, Message: "test\n", Author: alice, Committer: bot, Changes: changes}
 }
 
-func yamlFiles(n int, prefix string) []forges.FileChange {
-	changes := make([]forges.FileChange, n)
+func yamlFiles(n int, prefix string) []gitfile.Change {
+	changes := make([]gitfile.Change, n)
 	for i := range changes {
-		changes[i] = forges.FileChange{Path: fmt.Sprintf("%s/file-%03d.yaml", prefix, i), Content: fmt.Appendf(nil, "n: %d\n", i)}
+		changes[i] = gitfile.Change{Path: fmt.Sprintf("%s/file-%03d.yaml", prefix, i), Content: fmt.Appendf(nil, "n: %d\n", i)}
 	}
 	return changes
 }
@@ -60,12 +62,14 @@ func TestACommitIsThreeRequestsWhateverTheNumberOfFiles(t *testing.T) {
 	})
 	require.Equal(t, threeRequests, made, "one file")
 
-	changes := append(yamlFiles(200, "many"), forges.FileChange{Path: "old.yaml", Delete: true})
+	changes := append(yamlFiles(200, "many"), forgetest.Delete("old.yaml", "old: true\n"),
+		gitfile.Change{Path: "never-there.yaml", Delete: true})
 	made = record(t, sim, func() {
 		_, err = client.Commit(ctx, commitRequest("main", first.Commit, changes...))
 		require.NoError(t, err)
 	})
-	require.Equal(t, threeRequests, made, "200 files and a deletion, on the client's own last commit")
+	require.Equal(t, threeRequests, made, "200 files and a deletion, on the client's own last commit; "+
+		"the deletion of a path without a base blob is left out, not refused")
 	content, ok := sim.File(owner, repo, "main", "many/file-199.yaml")
 	require.True(t, ok)
 	require.Equal(t, "n: 199\n", content)
@@ -95,9 +99,9 @@ func TestBinaryAndLargeFilesAreUploadedAsBlobs(t *testing.T) {
 	var err error
 	made := record(t, sim, func() {
 		result, err = client.Commit(ctx, commitRequest("main", head,
-			forges.FileChange{Path: "bin/data", Content: binary},
-			forges.FileChange{Path: "big.yaml", Content: large},
-			forges.FileChange{Path: "small.yaml", Content: []byte("s: 1\n")}))
+			gitfile.Change{Path: "bin/data", Content: binary},
+			gitfile.Change{Path: "big.yaml", Content: large},
+			gitfile.Change{Path: "small.yaml", Content: []byte("s: 1\n")}))
 		require.NoError(t, err)
 	})
 	require.Equal(t, []string{"GET git/commits/" + head, "POST git/blobs", "POST git/blobs",
@@ -124,7 +128,7 @@ func TestEmptyRepositoryStartsWithTheContentsAPI(t *testing.T) {
 	require.NoError(t, sim.CreateRepo(owner, single, nil))
 	client := newTokenClient(t, sim, single, goodToken)
 	made := record(t, sim, func() {
-		_, err := client.Commit(ctx, commitRequest("main", "", forges.FileChange{Path: "a b/first.yaml", Content: []byte("first: 1\n")}))
+		_, err := client.Commit(ctx, commitRequest("main", "", gitfile.Change{Path: "a b/first.yaml", Content: []byte("first: 1\n")}))
 		require.NoError(t, err)
 	})
 	require.Equal(t, []string{"POST git/trees", "PUT contents/a b/first.yaml"}, made, "a single file is one contents PUT")
@@ -170,7 +174,7 @@ func TestSignedCommitSignsTheCommitGitHubStores(t *testing.T) {
 	ctx := context.Background()
 	head := mainHead(t, client)
 	signer := &recordingSigner{}
-	req := commitRequest("main", head, forges.FileChange{Path: "b.yaml", Content: []byte("b: 1\n")})
+	req := commitRequest("main", head, gitfile.Change{Path: "b.yaml", Content: []byte("b: 1\n")})
 	req.Signer = signer
 	_, err := client.Commit(ctx, req)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/forges"
 	forgegithub "github.com/configbutler/gitops-reverser/forges/github"
+	"github.com/configbutler/gitops-reverser/gitfile"
 	simgithub "github.com/configbutler/gitops-reverser/test/sim/github"
 )
 
@@ -25,7 +26,7 @@ func limitedRepo(t *testing.T, contentPerMinute int, opts ...func(*forgegithub.O
 	clock := simgithub.NewClock(time.Now())
 	sim := startSim(t, simgithub.WithClock(clock.Now), simgithub.WithContentLimit(contentPerMinute, 500))
 	repo, client := tokenRepo(t, sim, map[string]string{"a.yaml": "a: 1\n"}, append([]func(*forgegithub.Options){withClock(clock)}, opts...)...)
-	first, err := client.Commit(context.Background(), commitRequest("main", mainHead(t, client), forges.FileChange{Path: "one.yaml", Content: []byte("1\n")}))
+	first, err := client.Commit(context.Background(), commitRequest("main", mainHead(t, client), gitfile.Change{Path: "one.yaml", Content: []byte("1\n")}))
 	require.NoError(t, err)
 	return clock, sim, client, repo, first
 }
@@ -37,7 +38,7 @@ func TestSecondaryRateLimitIsWaitedOutAndNothingIsLost(t *testing.T) {
 	var err error
 
 	clock.Advance(15 * time.Second)
-	second := commitRequest("main", first.Commit, forges.FileChange{Path: "two.yaml", Content: []byte("2\n")})
+	second := commitRequest("main", first.Commit, gitfile.Change{Path: "two.yaml", Content: []byte("2\n")})
 	_, err = client.Commit(ctx, second)
 	require.ErrorIs(t, err, forges.ErrRateLimited)
 	require.Equal(t, 45*time.Second, forges.RetryAfter(err), "GitHub's retry-after: the minute of the first commit's writes")
@@ -120,7 +121,7 @@ func TestTheClientPacesItselfUnderTheSecondaryLimitAndSendsNothingEarly(t *testi
 	require.Equal(t, 0, budget.Remaining, "the content budget is the tightest and it is spent")
 
 	clock.Advance(15 * time.Second)
-	second := commitRequest("main", first.Commit, forges.FileChange{Path: "two.yaml", Content: []byte("2\n")})
+	second := commitRequest("main", first.Commit, gitfile.Change{Path: "two.yaml", Content: []byte("2\n")})
 	made := record(t, sim, func() { _, err = client.Commit(ctx, second) })
 	require.ErrorIs(t, err, forges.ErrRateLimited)
 	require.Equal(t, 45*time.Second, forges.RetryAfter(err), "until the first commit's requests leave the minute")
@@ -136,7 +137,7 @@ func TestARefUpdateHeldBackIsSentAloneOnRetry(t *testing.T) {
 	clock, sim, client, repo, first := limitedRepo(t, 5)
 	ctx := context.Background()
 	var err error
-	second := commitRequest("main", first.Commit, forges.FileChange{Path: "two.yaml", Content: []byte("2\n")})
+	second := commitRequest("main", first.Commit, gitfile.Change{Path: "two.yaml", Content: []byte("2\n")})
 	_, err = client.Commit(ctx, second)
 	require.ErrorIs(t, err, forges.ErrRateLimited, "GitHub refuses the ref update")
 
@@ -160,7 +161,7 @@ func TestClientsSharingAPacerCountTogether(t *testing.T) {
 	second := newTokenClient(t, sim, repo, goodToken, withClock(clock), shared)
 	var err error
 	made := record(t, sim, func() {
-		_, err = second.Commit(context.Background(), commitRequest("other", "", forges.FileChange{Path: "x.yaml", Content: []byte("x\n")}))
+		_, err = second.Commit(context.Background(), commitRequest("other", "", gitfile.Change{Path: "x.yaml", Content: []byte("x\n")}))
 	})
 	require.ErrorIs(t, err, forges.ErrRateLimited, "the first client's commit spent the shared minute")
 	require.Empty(t, made, "nothing is sent")

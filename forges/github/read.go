@@ -60,7 +60,10 @@ func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.Tree
 
 // treeOf returns a commit's root tree: from the cache for commits this
 // client made or read, else with one "Get a commit object" request
-// (https://docs.github.com/rest/git/commits#get-a-commit-object).
+// (https://docs.github.com/rest/git/commits#get-a-commit-object). A commit
+// names its parent's root tree as base_tree, which no change's base blob
+// can stand in for: this cache holds one id per commit, no listing of
+// files, and what exists at a path comes from the base blobs.
 func (c *Client) treeOf(ctx context.Context, commit string) (string, error) {
 	if tree, ok := c.commitTrees.get(commit); ok {
 		return tree, nil

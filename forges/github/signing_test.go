@@ -8,6 +8,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/forges"
 	forgegithub "github.com/configbutler/gitops-reverser/forges/github"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // TestSignedRequestsGitHubCannotCarryAreRefused: where GitHub would make
@@ -27,7 +28,7 @@ func TestSignedRequestsGitHubCannotCarryAreRefused(t *testing.T) {
 		require.False(t, forges.CarriesSignatures(client))
 		head, err := client.Head(ctx, "main")
 		require.NoError(t, err)
-		req := commitRequest("main", head, forges.FileChange{Path: "b.yaml", Content: []byte("b: 1\n")})
+		req := commitRequest("main", head, gitfile.Change{Path: "b.yaml", Content: []byte("b: 1\n")})
 		req.Signer = signer
 		_, err = client.Commit(ctx, req)
 		require.ErrorIs(t, err, forges.ErrSigningUnsupported)
@@ -42,7 +43,7 @@ func TestSignedRequestsGitHubCannotCarryAreRefused(t *testing.T) {
 		require.NoError(t, sim.CreateRepo(owner, repo, nil))
 		client := newTokenClient(t, sim, repo, goodToken)
 		require.True(t, forges.CarriesSignatures(client))
-		req := commitRequest("main", "", forges.FileChange{Path: "b.yaml", Content: []byte("b: 1\n")})
+		req := commitRequest("main", "", gitfile.Change{Path: "b.yaml", Content: []byte("b: 1\n")})
 		req.Signer = signer
 		_, err := client.Commit(ctx, req)
 		require.ErrorIs(t, err, forges.ErrSigningUnsupported)

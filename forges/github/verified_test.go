@@ -9,6 +9,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/forges"
 	forgegithub "github.com/configbutler/gitops-reverser/forges/github"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // TestVerifiedModeLetsGitHubSignAsTheApp: no author, committer or signature
@@ -25,7 +26,7 @@ func TestVerifiedModeLetsGitHubSignAsTheApp(t *testing.T) {
 	ctx := context.Background()
 	head, err := client.Head(ctx, "main")
 	require.NoError(t, err)
-	req := commitRequest("main", head, forges.FileChange{Path: "b.yaml", Content: []byte("b: 1\n")})
+	req := commitRequest("main", head, gitfile.Change{Path: "b.yaml", Content: []byte("b: 1\n")})
 	req.Author = forges.Signature{Name: "alice", Email: "alice@example.com", When: req.Committer.When}
 	req.Message = "Create b\n\nChanged-With: kubectl-edit\n"
 	res, err := client.Commit(ctx, req)

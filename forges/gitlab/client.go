@@ -38,11 +38,13 @@
 //
 // # Cost
 //
-// GitLab must be told create or update for every path, so the client
-// remembers which files exist at the commits it has listed (Tree) or made.
-// A commit then costs two requests, the branch read and the POST, however
-// many files it touches; on a base it knows nothing about, add one tree
-// listing page per 100 files below the changed paths' common directory.
+// GitLab must be told create or update for every path: each change's base
+// blob says (gitfile.Change.BaseBlob: none for a path the parent does not
+// have), so the client lists no tree and keeps none. A commit costs two
+// requests, the branch read and the POST, however many files it touches.
+// A base blob that is wrong about a path's existence is refused by GitLab
+// (create of an existing path, update or delete of a missing one) as a
+// conflict, never written over.
 //
 // # Limitations
 //
@@ -109,7 +111,6 @@ type Client struct {
 	// projectWebURL is where CommitURL points; "" when Project is an id.
 	projectWebURL string
 	budget        *budgetRecorder
-	known         *pathIndex
 }
 
 // New builds a Client. It does not contact GitLab; Probe does.
@@ -146,7 +147,6 @@ func New(o Options) (*Client, error) {
 		project:       project,
 		projectWebURL: projectWebURL(o.APIURL, project),
 		budget:        budget,
-		known:         &pathIndex{},
 	}, nil
 }
 

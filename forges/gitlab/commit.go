@@ -11,6 +11,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // Commit makes one commit through POST /projects/:id/repository/commits
@@ -78,10 +79,7 @@ func (c *Client) commitOnBranch(ctx context.Context, op string, req forges.Commi
 		return forges.CommitResult{}, forges.Errorf(forges.KindConflict, op,
 			fmt.Errorf("branch %s is at %s, not at the expected %s", req.Branch, head, req.ExpectedHead))
 	}
-	actions, err := c.plan(ctx, op, req.ExpectedHead, req.Changes, req.ExpectedHead)
-	if err != nil {
-		return forges.CommitResult{}, err
-	}
+	actions := plan(req.Changes, req.ExpectedHead)
 	if len(actions) == 0 {
 		// Every change was the deletion of an absent file: the branch is
 		// already as asked, and GitLab cannot make an empty commit.
@@ -94,10 +92,7 @@ func (c *Client) commitOnBranch(ctx context.Context, op string, req forges.Commi
 // refuses start_sha for a branch that exists ("A branch called ... already
 // exists"), which is the compare-and-swap for "the branch must not exist".
 func (c *Client) commitNewBranch(ctx context.Context, op string, req forges.CommitRequest) (forges.CommitResult, error) {
-	actions, err := c.plan(ctx, op, req.BaseHead, req.Changes, "")
-	if err != nil {
-		return forges.CommitResult{}, err
-	}
+	actions := plan(req.Changes, "")
 	if len(actions) == 0 {
 		return forges.CommitResult{}, fmt.Errorf("%s: no changes to start the branch with; GitLab cannot make an empty commit", op)
 	}
@@ -129,34 +124,34 @@ func (c *Client) commitFirst(ctx context.Context, op string, req forges.CommitRe
 	return c.create(ctx, op, req, actions, "", nil)
 }
 
-// plan turns changes into actions on base: a put is an update of an
-// existing file and a create otherwise, a delete of an absent file is
-// dropped. lastCommitID, when set, guards every update and delete.
-func (c *Client) plan(ctx context.Context, op, base string, changes []forges.FileChange, lastCommitID string) ([]*gl.CommitActionOptions, error) {
-	exists, err := c.existing(ctx, op, base, changes)
-	if err != nil {
-		return nil, err
-	}
+// plan turns changes into actions from their base blobs, so no tree is
+// read to plan a commit: a put of a path with a base blob is an update and
+// a create otherwise (which GitLab refuses if the path exists by then), a
+// delete of a path without one is dropped. lastCommitID, when set, guards
+// every update and delete: GitLab refuses one whose file changed since,
+// so a stale base blob never overwrites another writer's change.
+func plan(changes []gitfile.Change, lastCommitID string) []*gl.CommitActionOptions {
 	var actions []*gl.CommitActionOptions
 	for _, change := range changes {
+		exists := change.BaseBlob != ""
 		switch {
-		case change.Delete && exists[change.Path]:
+		case change.Delete && exists:
 			actions = append(actions, &gl.CommitActionOptions{
 				Action: gl.Ptr(gl.FileDelete), FilePath: gl.Ptr(change.Path), LastCommitID: optional(lastCommitID),
 			})
 		case change.Delete:
-		case exists[change.Path]:
+		case exists:
 			actions = append(actions, putAction(gl.FileUpdate, change, lastCommitID))
 		default:
 			actions = append(actions, putAction(gl.FileCreate, change, ""))
 		}
 	}
-	return actions, nil
+	return actions
 }
 
 // putAction writes content base64-encoded, so any bytes survive the JSON
 // body unchanged.
-func putAction(action gl.FileActionValue, change forges.FileChange, lastCommitID string) *gl.CommitActionOptions {
+func putAction(action gl.FileActionValue, change gitfile.Change, lastCommitID string) *gl.CommitActionOptions {
 	return &gl.CommitActionOptions{
 		Action:       gl.Ptr(action),
 		FilePath:     gl.Ptr(change.Path),
@@ -171,40 +166,6 @@ func optional(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// existing says which changed paths exist at base: from the index when it
-// covers them, else from one tree listing of the deepest directory that
-// holds all the others.
-func (c *Client) existing(ctx context.Context, op, base string, changes []forges.FileChange) (map[string]bool, error) {
-	exists := make(map[string]bool, len(changes))
-	var unknown []string
-	for _, change := range changes {
-		if found, known := c.known.lookup(base, change.Path); known {
-			exists[change.Path] = found
-		} else {
-			unknown = append(unknown, change.Path)
-		}
-	}
-	if len(unknown) == 0 {
-		return exists, nil
-	}
-	dir := commonDir(unknown)
-	entries, found, err := c.listFiles(ctx, op, base, dir)
-	if err != nil {
-		return nil, err
-	}
-	if !found {
-		c.known.remember(base, dir, map[string]struct{}{})
-	}
-	listed := make(map[string]bool, len(entries))
-	for _, entry := range entries {
-		listed[entry.Path] = true
-	}
-	for _, path := range unknown {
-		exists[path] = listed[path]
-	}
-	return exists, nil
 }
 
 // create sends the commit and checks where it landed: its only parent
@@ -235,30 +196,12 @@ func (c *Client) create(ctx context.Context, op string, req forges.CommitRequest
 		return forges.CommitResult{}, forges.Errorf(forges.KindConflict, op,
 			&MovedHeadError{Commit: created.ID, Parents: created.ParentIDs, Expected: base})
 	}
-	c.learn(base, created.ID, req.Changes)
 	return forges.CommitResult{Commit: created.ID, Blobs: blobIDs(req.Changes)}, nil
-}
-
-// learn records the tree of a commit the client made: its base's with
-// the changes applied, or for the first commit of a repository exactly
-// the files it put.
-func (c *Client) learn(base, commit string, changes []forges.FileChange) {
-	if base != "" {
-		c.known.advance(base, commit, changes)
-		return
-	}
-	files := map[string]struct{}{}
-	for _, change := range changes {
-		if !change.Delete {
-			files[change.Path] = struct{}{}
-		}
-	}
-	c.known.remember(commit, "", files)
 }
 
 // blobIDs are the Git ids of the put contents, which GitLab does not
 // return: Git's SHA-1 of "blob <size>\x00<content>".
-func blobIDs(changes []forges.FileChange) map[string]string {
+func blobIDs(changes []gitfile.Change) map[string]string {
 	blobs := map[string]string{}
 	for _, change := range changes {
 		if !change.Delete {

@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/forgetest"
 	"github.com/configbutler/gitops-reverser/forges/gitlab"
+	"github.com/configbutler/gitops-reverser/gitfile"
 	simgitlab "github.com/configbutler/gitops-reverser/test/sim/gitlab"
 )
 
@@ -29,11 +31,11 @@ func author() forges.Signature {
 	return forges.Signature{Name: "Alice Example", Email: "alice@example.com", When: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
 }
 
-func put(path, content string) forges.FileChange {
-	return forges.FileChange{Path: path, Content: []byte(content)}
+func put(path, content string) gitfile.Change {
+	return gitfile.Change{Path: path, Content: []byte(content)}
 }
 
-func request(branch, expected string, changes ...forges.FileChange) forges.CommitRequest {
+func request(branch, expected string, changes ...gitfile.Change) forges.CommitRequest {
 	return forges.CommitRequest{Branch: branch, ExpectedHead: expected, Message: "test\n", Author: author(), Changes: changes}
 }
 
@@ -82,7 +84,7 @@ func TestLastCommitIDRefusalIsAConflict(t *testing.T) {
 	})
 	expected := head(t, newClient(t, server, "g/last-commit", testToken), "main")
 
-	_, err = client.Commit(context.Background(), request("main", expected, put("shared.yaml", "v: ours\n")))
+	_, err = client.Commit(context.Background(), request("main", expected, forgetest.Update("shared.yaml", "v: 1\n", "v: ours\n")))
 	require.ErrorIs(t, err, forges.ErrConflict)
 	require.ErrorContains(t, err, "The file has changed since you started editing it: shared.yaml")
 	content, _ := server.File("g/last-commit", "main", "shared.yaml")
@@ -105,7 +107,7 @@ func TestCommitOnAHeadMovedMidwayIsAConflictThatKeepsTheirChange(t *testing.T) {
 	})
 	expected := head(t, newClient(t, server, "g/midway", testToken), "main")
 
-	_, err = client.Commit(context.Background(), request("main", expected, put("ours.yaml", "v: 2\n")))
+	_, err = client.Commit(context.Background(), request("main", expected, forgetest.Update("ours.yaml", "v: 1\n", "v: 2\n")))
 	require.ErrorIs(t, err, forges.ErrConflict)
 	var moved *gitlab.MovedHeadError
 	require.True(t, errors.As(err, &moved), "%v", err)
@@ -167,10 +169,9 @@ func TestRateLimitedCarriesTheWait(t *testing.T) {
 }
 
 // TestRequestsPerCommit pins what a commit costs: the head check and the
-// commit itself, independent of how many files it touches, once the
-// client knows the base tree (a Tree read, or its own previous commit).
-// Without that, one listing per 100 files below the changed paths' common
-// directory is added.
+// commit itself, however many files it touches and whether or not the
+// client read the base before: the changes' base blobs say create, update
+// or delete, so no tree is listed.
 func TestRequestsPerCommit(t *testing.T) {
 	server := startServer(t)
 	seed := map[string]string{}
@@ -182,27 +183,26 @@ func TestRequestsPerCommit(t *testing.T) {
 	client := newClient(t, server, "g/cost", testToken)
 	base := head(t, client, "main")
 
-	var changes []forges.FileChange
+	var changes []gitfile.Change
 	for i := range 30 {
-		changes = append(changes, put(fmt.Sprintf("apps/old-%02d.yaml", i), "new\n"), put(fmt.Sprintf("apps/new-%02d.yaml", i), "n\n"))
+		changes = append(changes, forgetest.Update(fmt.Sprintf("apps/old-%02d.yaml", i), "old\n", "new\n"),
+			put(fmt.Sprintf("apps/new-%02d.yaml", i), "n\n"))
 	}
 	server.ResetRequests()
 	first, err := client.Commit(context.Background(), request("main", base, changes...))
 	require.NoError(t, err)
-	require.Equal(t, 3, projectRequests(server, "g/cost"), "cold: head check, one tree page, commit")
+	require.Equal(t, 2, projectRequests(server, "g/cost"), "on a base the client never read: head check and commit, 60 files")
 
 	server.ResetRequests()
-	second, err := client.Commit(context.Background(), request("main", first.Commit,
-		put("apps/old-00.yaml", "newer\n"), forges.FileChange{Path: "apps/new-00.yaml", Delete: true}))
+	_, err = client.Commit(context.Background(), request("main", first.Commit,
+		forgetest.Update("apps/old-00.yaml", "new\n", "newer\n"), forgetest.Delete("apps/new-00.yaml", "n\n"),
+		gitfile.Change{Path: "apps/never-there.yaml", Delete: true}))
 	require.NoError(t, err)
 	require.Equal(t, 2, projectRequests(server, "g/cost"), "on its own commit: head check and commit")
-
-	_, err = client.Tree(context.Background(), second.Commit, "apps")
-	require.NoError(t, err)
-	server.ResetRequests()
-	_, err = client.Commit(context.Background(), request("main", second.Commit, changes...))
-	require.NoError(t, err)
-	require.Equal(t, 2, projectRequests(server, "g/cost"), "after a Tree read of the subtree: 60 files, 2 requests")
+	content, _ := server.File("g/cost", "main", "apps/old-00.yaml")
+	require.Equal(t, "newer\n", content)
+	_, ok := server.File("g/cost", "main", "apps/new-00.yaml")
+	require.False(t, ok, "the delete landed; the delete of a path with no base blob was left out")
 }
 
 func TestIdentities(t *testing.T) {
@@ -214,7 +214,7 @@ func TestIdentities(t *testing.T) {
 	res, err := client.Commit(context.Background(), forges.CommitRequest{
 		Branch: "main", ExpectedHead: head(t, client, "main"), Message: "identities\n", Author: author(),
 		Committer: forges.Signature{Name: "Ignored", Email: "ignored@example.com", When: author().When},
-		Changes:   []forges.FileChange{put("b.yaml", "b\n")},
+		Changes:   []gitfile.Change{put("b.yaml", "b\n")},
 	})
 	require.NoError(t, err)
 	c, _ := server.HeadCommit("g/identities", "main")
@@ -293,7 +293,7 @@ func TestNewBranchThatExistsIsAConflictAndSignersAreRefused(t *testing.T) {
 	base := head(t, client, "main")
 
 	_, err = client.Commit(context.Background(), forges.CommitRequest{Branch: "main", BaseHead: base, Message: "x\n",
-		Author: author(), Changes: []forges.FileChange{put("b.yaml", "b\n")}})
+		Author: author(), Changes: []gitfile.Change{put("b.yaml", "b\n")}})
 	require.ErrorIs(t, err, forges.ErrConflict, "start_sha onto an existing branch is refused by GitLab")
 	require.ErrorContains(t, err, "A branch called 'main' already exists")
 	require.Equal(t, base, head(t, client, "main"))

@@ -52,8 +52,7 @@ func (c *Client) branchHead(ctx context.Context, op, branch string) (string, err
 
 // Tree lists the files of commit below the directory prefix ("" or "."
 // for the whole tree); a prefix that names no directory lists nothing.
-// Submodules are not files and are left out. The listing is remembered
-// for telling create from update in later commits.
+// Submodules are not files and are left out.
 // https://docs.gitlab.com/api/repositories/#list-repository-tree
 func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.TreeEntry, error) {
 	op := fmt.Sprintf("read tree of %s", commit)
@@ -70,7 +69,6 @@ func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.Tree
 	if _, resp, err := c.api.Commits.GetCommit(c.project, commit, nil, gl.WithContext(ctx)); err != nil {
 		return nil, classify(op, resp, err)
 	}
-	c.known.remember(commit, dir, map[string]struct{}{})
 	return nil, nil
 }
 
@@ -87,7 +85,6 @@ func (c *Client) listFiles(ctx context.Context, op, commit, dir string) (entries
 	if dir != "" {
 		opt.Path = gl.Ptr(dir)
 	}
-	files := map[string]struct{}{}
 	options := []gl.RequestOptionFunc{gl.WithContext(ctx)}
 	for {
 		nodes, resp, err := c.api.Repositories.ListTree(c.project, opt, options...)
@@ -105,7 +102,6 @@ func (c *Client) listFiles(ctx context.Context, op, commit, dir string) (entries
 			}
 			if isFile {
 				entries = append(entries, entry)
-				files[entry.Path] = struct{}{}
 			}
 		}
 		next, more := gl.WithNext(resp)
@@ -114,7 +110,6 @@ func (c *Client) listFiles(ctx context.Context, op, commit, dir string) (entries
 		}
 		options = []gl.RequestOptionFunc{gl.WithContext(ctx), next}
 	}
-	c.known.remember(commit, dir, files)
 	return entries, true, nil
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // BenchmarkCommit measures one commit of 100 changed files, pushed with its
@@ -28,12 +28,12 @@ func BenchmarkCommit(b *testing.B) {
 	if _, err := client.Tree(ctx, head, ""); err != nil {
 		b.Fatal(err)
 	}
-	changes := make([]forges.FileChange, filesPerCommit)
+	changes := make([]gitfile.Change, filesPerCommit)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		for f := range changes {
-			changes[f] = forges.FileChange{
+			changes[f] = gitfile.Change{
 				Path:    fmt.Sprintf("clusters/prod/namespace-%d/configmap-%d.yaml", f%10, f),
 				Content: fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  revision: \"%d\"\n", f, i),
 			}

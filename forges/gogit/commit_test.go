@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 func TestCommitPutsAndDeletesManyFilesInOneCommit(t *testing.T) {
@@ -22,7 +23,7 @@ func TestCommitPutsAndDeletesManyFilesInOneCommit(t *testing.T) {
 		client := newClient(t, r, repo)
 		ctx := testContext(t)
 
-		var changes []forges.FileChange
+		var changes []gitfile.Change
 		want := map[string]string{}
 		for path, content := range initial {
 			want[path] = content
@@ -279,7 +280,7 @@ func TestCommitRefusesInvalidPathsWithoutPushing(t *testing.T) {
 	repo, head := createRepo(t, map[string]string{"dir/file.yaml": "x\n"})
 	client := newClient(t, remotes()[2], repo)
 	ctx := testContext(t)
-	for _, change := range []forges.FileChange{
+	for _, change := range []gitfile.Change{
 		put("", "x"), put("/abs.yaml", "x"), put("a//b.yaml", "x"), put("a/../b.yaml", "x"),
 		put("./a.yaml", "x"), put(".git/config", "x"), put("sub/.GIT/x", "x"), put("a/", "x"),
 		put("dir", "a file where a directory is"), put("dir/file.yaml/child", "a file used as a directory"),

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
@@ -180,19 +181,19 @@ func testCommitter() forges.Signature {
 	}
 }
 
-func commitRequest(branch, expectedHead, message string, changes ...forges.FileChange) forges.CommitRequest {
+func commitRequest(branch, expectedHead, message string, changes ...gitfile.Change) forges.CommitRequest {
 	return forges.CommitRequest{
 		Branch: branch, ExpectedHead: expectedHead, Message: message,
 		Author: testAuthor(), Committer: testCommitter(), Changes: changes,
 	}
 }
 
-func put(path, content string) forges.FileChange {
-	return forges.FileChange{Path: path, Content: []byte(content)}
+func put(path, content string) gitfile.Change {
+	return gitfile.Change{Path: path, Content: []byte(content)}
 }
 
-func del(path string) forges.FileChange {
-	return forges.FileChange{Path: path, Delete: true}
+func del(path string) gitfile.Change {
+	return gitfile.Change{Path: path, Delete: true}
 }
 
 // filesOnServer lists the files of rev in the bare repository.

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // treeBuilder applies file changes to a base tree in the object store. It
@@ -76,7 +77,7 @@ func loadDirectory(objects storer.EncodedObjectStorer, hash plumbing.Hash) (*dir
 }
 
 // apply runs the changes in order, so a later change to a path wins.
-func (b *treeBuilder) apply(changes []forges.FileChange) error {
+func (b *treeBuilder) apply(changes []gitfile.Change) error {
 	for _, change := range changes {
 		if err := forges.ValidatePath(change.Path); err != nil {
 			return fmt.Errorf("change to %q: %w", change.Path, err)

@@ -6,9 +6,11 @@ import "time"
 type Action interface{ isAction() }
 
 // Commit asks for Windows to be committed, oldest first, as one chain when
-// there are several and the forge chains, else the first alone. Its result
-// comes back as a CommittedEvent or a FailedEvent; until then the core
-// asks for no other commit.
+// there are several (the core asks for several only when the forge chains,
+// Core.ChainLimit). Its result comes back as a CommittedEvent, a
+// ConflictEvent, a ChainRefusedEvent or a FailedEvent; until the core has
+// done with it (a conflict is replayed, a refused chain's first window
+// goes alone) it asks for no other commit.
 type Commit struct{ Windows []*window }
 
 // Notify tells the outside how something ended.
@@ -33,6 +35,9 @@ const (
 	// OutcomeFailed: a window of Target failed with Err and is retried in
 	// RetryIn (Config.OnError).
 	OutcomeFailed OutcomeKind = "Failed"
+	// OutcomeReplaying: a window of Target met a branch another writer
+	// moved (Err) and is committed again on the new head in RetryIn.
+	OutcomeReplaying OutcomeKind = "Replaying"
 	// OutcomeSettled: settle waiter Waiter has nothing of its target
 	// held any more.
 	OutcomeSettled OutcomeKind = "Settled"

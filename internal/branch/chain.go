@@ -3,6 +3,7 @@ package branch
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/forges"
@@ -135,30 +136,35 @@ func (w *Worker) planChain(run []*window) (plans []*windowPlan, reqs []forges.Co
 // standIn names the n-th commit of a chain being planned, before the forge
 // has given it an id. It is never a Git object id, so nothing mistakes it
 // for one the forge knows.
-func standIn(n int) string { return fmt.Sprintf("chained-commit-%d", n) }
+func standIn(n int) string { return fmt.Sprintf("%s%d", standInPrefix, n) }
+
+const standInPrefix = "chained-commit-"
+
+func isStandIn(commit string) bool { return strings.HasPrefix(commit, standInPrefix) }
 
 // chainLanded replaces the stand-ins of a planned chain with the commits
 // the forge made: the head and every index that describes it are at the
-// last, and the blobs of every commit are cached.
+// last, their blob ids are the ones the forge answered, and the blobs of
+// every commit are cached.
 func (s *branchState) chainLanded(plans []*windowPlan, results []forges.CommitResult) {
 	last := standIn(len(results))
 	s.head = results[len(results)-1].Commit
-	for _, ts := range s.targets {
-		if ts.at == last {
-			ts.at = s.head
-		}
-	}
+	s.idLike = s.head
 	next := 0
 	for _, plan := range plans {
 		if len(plan.files) == 0 {
 			continue
 		}
-		for p, id := range results[next].Blobs {
-			if c, ok := plan.contents[p]; ok {
-				s.blobs.put(id, c)
-			}
+		if ts, ok := s.targets[plan.target]; ok && ts.at == last {
+			ts.advanceBlobs(plan.files, results[next].Blobs, s.head)
 		}
+		s.cacheWritten(plan.files, results[next].Blobs)
 		next++
+	}
+	for _, ts := range s.targets {
+		if ts.at == last {
+			ts.at = s.head
+		}
 	}
 }
 

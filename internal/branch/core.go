@@ -24,6 +24,11 @@ type CoreConfig struct {
 	PushInterval time.Duration
 	// RetryBackoff and MaxRetryBackoff bound the wait before a retry.
 	RetryBackoff, MaxRetryBackoff time.Duration
+	// MaxAttempts bounds the commits of one window that meet a moved
+	// branch before its writes are kept for a retry; ConflictBackoff
+	// spaces them.
+	MaxAttempts     int
+	ConflictBackoff wait.Backoff
 }
 
 // retryBackoff is the schedule of retries after a failed commit: from
@@ -63,8 +68,10 @@ type Core struct {
 	// stopping is set once the executor stops: what the core holds is
 	// pushed now, not gathered (gathering).
 	stopping bool
-	// inFlight is set while a Commit action waits for its result.
+	// inFlight is set while a Commit action waits for its result, and
+	// while a replay of its window waits.
 	inFlight bool
+	replay   replayState
 
 	// Silence, Queued and ChainLimit are what the executor observes
 	// outside the core, set before each Step: the commit window as the
@@ -93,7 +100,7 @@ type waiter struct {
 // NewCore is a core holding nothing.
 func NewCore(conf CoreConfig) *Core {
 	return &Core{conf: conf, budget: newPushBudget(conf.PushBurst, conf.PushInterval), retry: conf.retryBackoff(),
-		parked: map[TargetKey]time.Time{}}
+		parked: map[TargetKey]time.Time{}, replay: replayState{Backoff: conf.conflictBackoff()}}
 }
 
 // Step applies ev at now and returns what the executor must do, in order;
@@ -136,8 +143,13 @@ func (c *Core) Step(now time.Time, ev Event) []Action {
 		c.stopped()
 	case CommittedEvent:
 		c.committed(now, e)
+	case ConflictEvent:
+		c.conflicted(now, e)
+	case ChainRefusedEvent:
+		c.chainRefused(e)
 	case FailedEvent:
 		c.inFlight = false
+		c.endReplay()
 		if win := c.pendingWindow(e.Seq); win == nil || c.failed(now, win, e) {
 			c.push(now, true)
 		}
@@ -210,9 +222,10 @@ func (c *Core) tick(now time.Time) {
 	c.requestsDue(now)
 	if c.window != nil && !now.Before(c.window.closesAt(c.Silence)) {
 		c.finalize(now)
-		return
+	} else {
+		c.push(now, false)
 	}
-	c.push(now, false)
+	c.replayIfDue(now)
 }
 
 // finalize closes the open window and commits what is due.
@@ -291,6 +304,7 @@ func (c *Core) push(now time.Time, resume bool) {
 // on pushing.
 func (c *Core) committed(now time.Time, e CommittedEvent) {
 	c.inFlight = false
+	c.endReplay()
 	for _, r := range e.Windows {
 		win := c.pendingWindow(r.Seq)
 		if win == nil {
@@ -386,6 +400,9 @@ func (c *Core) wake(now time.Time) time.Time {
 	if due, ok := c.nextPush(now); ok && due.Before(wake) && !c.gathering() && !c.inFlight {
 		wake = due
 	}
+	if c.replay.waiting() && c.replay.At.Before(wake) {
+		wake = c.replay.At
+	}
 	return wake
 }
 
@@ -416,6 +433,11 @@ func (c *Core) nextPush(now time.Time) (time.Time, bool) {
 // and backoff, or drops it when discarding.
 func (c *Core) stop(now time.Time, discard bool) {
 	c.stopping = true
+	if c.replay.waiting() {
+		// The stop's last try replaces the replay's wait.
+		c.endReplay()
+		c.inFlight = false
+	}
 	if discard {
 		c.dropRequests(nil, "the branch worker was replaced before the commit was pushed (its GitProvider changed); the replay commits the changes")
 		c.pending, c.window = nil, nil

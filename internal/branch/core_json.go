@@ -28,6 +28,7 @@ type coreJSON struct {
 	CommitRequests []*Request
 	Stopping       bool
 	InFlight       bool
+	Replay         replayState
 	Silence        time.Duration
 	Queued         int
 	ChainLimit     int
@@ -48,7 +49,7 @@ func (c *Core) MarshalJSON() ([]byte, error) {
 	slices.SortFunc(parked, func(a, b parking) int { return strings.Compare(a.Target.String(), b.Target.String()) })
 	return json.Marshal(coreJSON{Config: c.conf, Window: c.window, Pending: c.pending, Budget: c.budget, RetryAt: c.retryAt,
 		Parked: parked, Retry: c.retry, WindowSeq: c.windowSeq, SettleWaiters: c.settleWaiters, Flushers: c.flushers,
-		CommitRequests: c.commitRequests, Stopping: c.stopping, InFlight: c.inFlight, Silence: c.Silence, Queued: c.Queued,
+		CommitRequests: c.commitRequests, Stopping: c.stopping, InFlight: c.inFlight, Replay: c.replay, Silence: c.Silence, Queued: c.Queued,
 		ChainLimit: c.ChainLimit})
 }
 
@@ -60,7 +61,7 @@ func (c *Core) UnmarshalJSON(data []byte) error {
 	}
 	*c = Core{conf: j.Config, window: j.Window, pending: j.Pending, budget: j.Budget, retryAt: j.RetryAt,
 		parked: map[TargetKey]time.Time{}, retry: j.Retry, windowSeq: j.WindowSeq, settleWaiters: j.SettleWaiters,
-		flushers: j.Flushers, commitRequests: j.CommitRequests, stopping: j.Stopping, inFlight: j.InFlight,
+		flushers: j.Flushers, commitRequests: j.CommitRequests, stopping: j.Stopping, inFlight: j.InFlight, replay: j.Replay,
 		Silence: j.Silence, Queued: j.Queued, ChainLimit: j.ChainLimit}
 	for _, p := range j.Parked {
 		c.parked[p.Target] = p.Until

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/internal/retry"
 )
 
 // The core is driven here by tables of events in and actions out: no
@@ -108,6 +110,8 @@ func renderOutcome(o Outcome) string {
 		return "went through " + o.Target.Name
 	case OutcomeFailed:
 		return "failed " + o.Target.Name + " retry in " + o.RetryIn.String()
+	case OutcomeReplaying:
+		return "replaying " + o.Target.Name + " in " + o.RetryIn.String()
 	case OutcomeSettled:
 		return fmt.Sprint("settled ", o.Waiter)
 	case OutcomeFlushed:
@@ -169,6 +173,58 @@ func TestCoreATargetsOwnFailureParksOnlyThatTarget(t *testing.T) {
 			[]string{"failed mirror retry in 1s", "commit other/Alice:two", "schedule +1h0m0s"}},
 		{0, 0, committed(1), []string{"went through other", "schedule +1s"}},
 		{time.Second, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m1s"}},
+	})
+}
+
+// TestCoreAConflictIsReplayedAfterAGrowingWaitThenKeptForARetry: a window
+// that meets a moved branch is committed again after the conflict
+// backoff, as many times as MaxAttempts allows; meanwhile the Commit
+// stays in flight (a window closed during the wait goes out after it), and
+// past the bound the writes wait for the retry backoff like any failure.
+func TestCoreAConflictIsReplayedAfterAGrowingWaitThenKeptForARetry(t *testing.T) {
+	conflict := func(jitter float64) ConflictEvent { return ConflictEvent{Seq: 0, Err: forges.ErrConflict, Jitter: jitter} }
+	runCore(t, testCore(func(c *CoreConfig) {
+		c.MaxAttempts = 3
+		c.ConflictBackoff = retry.Exponential(100*time.Millisecond, 5*time.Second)
+	}), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, CloseEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m0s"}},
+		{0, 0, conflict(0), []string{"replaying mirror in 100ms", "schedule +100ms"}},
+		{50 * time.Millisecond, 0, wrote(bob, "two"), []string{"schedule +100ms"}},
+		{60 * time.Millisecond, 0, CloseEvent{}, []string{"schedule +100ms"}},
+		{100 * time.Millisecond, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m0.1s"}},
+		{100 * time.Millisecond, 0, conflict(0.5), []string{"replaying mirror in 250ms", "schedule +350ms"}},
+		{350 * time.Millisecond, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m0.35s"}},
+		{350 * time.Millisecond, 0, conflict(0), []string{"failed mirror retry in 1s", "schedule +1.35s"}},
+		{1350 * time.Millisecond, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m1.35s"}},
+		{1350 * time.Millisecond, 0, conflict(0), []string{"replaying mirror in 100ms", "schedule +1.45s"}},
+		{1450 * time.Millisecond, 0, TickEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m1.45s"}},
+		{1450 * time.Millisecond, 0, committed(0), []string{"went through mirror", "commit mirror/Bob:two", "schedule +1h0m1.45s"}},
+	})
+}
+
+// TestCoreAStopEndsAReplaysWait: the stop's last try replaces the wait.
+func TestCoreAStopEndsAReplaysWait(t *testing.T) {
+	runCore(t, testCore(func(c *CoreConfig) { c.MaxAttempts = 5; c.ConflictBackoff = retry.Exponential(time.Hour, time.Hour) }), []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 0, CloseEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m0s"}},
+		{0, 0, ConflictEvent{Seq: 0, Err: forges.ErrConflict}, []string{"replaying mirror in 1h0m0s", "schedule +1h0m0s"}},
+		{time.Second, 0, StopEvent{}, []string{"commit mirror/Alice:one", "schedule +1h0m1s"}},
+	})
+}
+
+// TestCoreARefusedChainSendsItsFirstWindowAlone: nothing of a refused
+// chain is on the branch; its first window goes alone, and the push then
+// chains the rest again.
+func TestCoreARefusedChainSendsItsFirstWindowAlone(t *testing.T) {
+	runCore(t, chainingCore(10), []coreStep{
+		{0, 1, wrote(alice, "one"), []string{"schedule +5s"}},
+		{0, 1, wrote(bob, "two"), []string{"schedule +5s"}},
+		{0, 1, wrote(alice, "three"), []string{"schedule +5s"}},
+		{0, 0, CloseEvent{}, []string{"commit mirror/Alice:one | mirror/Bob:two | mirror/Alice:three", "schedule +1h0m0s"}},
+		{0, 0, ChainRefusedEvent{Seq: 0}, []string{"commit mirror/Alice:one", "schedule +1h0m0s"}},
+		{0, 0, committed(0), []string{"went through mirror", "commit mirror/Bob:two | mirror/Alice:three", "schedule +1h0m0s"}},
+		{0, 0, committed(1, 2), []string{"went through mirror", "went through mirror", "schedule +1h0m0s"}},
 	})
 }
 
@@ -264,6 +320,26 @@ func TestCoreStateRoundTripsThroughJSON(t *testing.T) {
 	}
 	runCore(t, running, next)
 	runCore(t, restored, next)
+}
+
+// TestCoreJournalsNoRenderedTree: a write's rendered tree is a cache for
+// the planner, not state: the journal holds its YAML only, and the write
+// restored from it has no tree (the planner then parses the YAML once).
+func TestCoreJournalsNoRenderedTree(t *testing.T) {
+	running := testCore(nil)
+	ev := wrote(alice, "one")
+	ev.Write.Node = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	running.Step(t0, ev)
+	journal, err := json.Marshal(running)
+	require.NoError(t, err)
+	require.NotContains(t, string(journal), "Node")
+	restored := &Core{}
+	require.NoError(t, json.Unmarshal(journal, restored))
+	for _, wr := range restored.window.writes {
+		require.Nil(t, wr.Node)
+		require.Equal(t, ev.Write.YAML, wr.YAML)
+	}
+	require.Len(t, restored.window.writes, 1)
 }
 
 // TestCoreAnUnfinishedReplayHoldsItsWindow: a replay's window outlasts a

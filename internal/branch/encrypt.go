@@ -16,7 +16,7 @@ func (ts *targetState) sealed(wr Write) ([]byte, *manifest.Refusal) {
 		return wr.YAML, nil
 	}
 	existing, _ := ts.index.Document(wr.ID)
-	out, err := ts.target.Encryptor.Encrypt(wr.ID.String(), wr.YAML, existing)
+	out, err := ts.target.Encryptor.EncryptTree(wr.ID.String(), wr.YAML, wr.Node, existing)
 	if err != nil {
 		return nil, &manifest.Refusal{ID: wr.ID, Reason: RefusalEncryptionFailed, Detail: err.Error()}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/encryption"
@@ -96,7 +97,7 @@ func TestWithoutAnEncryptorASensitiveObjectIsRefusedAndTheRestCommits(t *testing
 // brokenEncryptor fails every encryption.
 type brokenEncryptor struct{}
 
-func (brokenEncryptor) Encrypt(string, []byte, []byte) ([]byte, error) {
+func (brokenEncryptor) EncryptTree(string, []byte, *yaml.Node, []byte) ([]byte, error) {
 	return nil, errors.New("no key")
 }
 func (brokenEncryptor) SopsConfig() []byte { return []byte("creation_rules: []\n") }

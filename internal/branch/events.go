@@ -87,15 +87,30 @@ type FailedEvent struct {
 	Jitter float64
 }
 
-func (WriteEvent) isEvent()     {}
-func (SyncEvent) isEvent()      {}
-func (AttachEvent) isEvent()    {}
-func (TickEvent) isEvent()      {}
-func (TargetEvent) isEvent()    {}
-func (SettleEvent) isEvent()    {}
-func (FlushEvent) isEvent()     {}
-func (CloseEvent) isEvent()     {}
-func (StopEvent) isEvent()      {}
-func (StoppedEvent) isEvent()   {}
-func (CommittedEvent) isEvent() {}
-func (FailedEvent) isEvent()    {}
+// ConflictEvent: the first window of the last Commit (Seq) met a branch
+// another writer moved; nothing of it landed. Jitter, in [0, 1), is drawn
+// by the executor: the share of the replay's jitter this conflict adds.
+type ConflictEvent struct {
+	Seq    uint64
+	Err    error
+	Jitter float64
+}
+
+// ChainRefusedEvent: the forge did not take the last Commit's windows as
+// one chain (Seq is its first); nothing of it is on the branch.
+type ChainRefusedEvent struct{ Seq uint64 }
+
+func (WriteEvent) isEvent()        {}
+func (SyncEvent) isEvent()         {}
+func (AttachEvent) isEvent()       {}
+func (TickEvent) isEvent()         {}
+func (TargetEvent) isEvent()       {}
+func (SettleEvent) isEvent()       {}
+func (FlushEvent) isEvent()        {}
+func (CloseEvent) isEvent()        {}
+func (StopEvent) isEvent()         {}
+func (StoppedEvent) isEvent()      {}
+func (CommittedEvent) isEvent()    {}
+func (FailedEvent) isEvent()       {}
+func (ConflictEvent) isEvent()     {}
+func (ChainRefusedEvent) isEvent() {}

@@ -113,6 +113,9 @@ func (w *Worker) notify(o Outcome) {
 		if w.cfg.OnError != nil {
 			w.cfg.OnError(o.Target, wrapTarget(o.Target, o.Err))
 		}
+	case OutcomeReplaying:
+		w.cfg.Log.V(1).Info("branch moved; replaying the window on the new head",
+			"target", o.Target.String(), "replayIn", o.RetryIn.String(), "error", o.Err.Error())
 	case OutcomeSettled:
 		if fn, ok := w.settleFns[o.Waiter]; ok {
 			delete(w.settleFns, o.Waiter)

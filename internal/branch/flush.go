@@ -8,66 +8,34 @@ import (
 
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
-	"github.com/configbutler/gitops-reverser/internal/retry"
 )
 
-// commit runs a Commit action: the windows as one chain when the forge
-// chains and there are several, else (or when the chain did not land) the
-// first alone, replaying it after conflicts. What happened comes back as
-// the event the core is told next.
+// commit runs a Commit action: the windows as one chain when there are
+// several, else the only one. What happened comes back as the event the
+// core is told next; the core decides what follows (a replay after a
+// conflict, the first window alone after a refused chain, a retry after a
+// failure).
 func (w *Worker) commit(ctx context.Context, a Commit) Event {
-	if results := w.commitChain(ctx, a.Windows); len(results) > 0 {
-		return CommittedEvent{Windows: results, Chained: true}
+	if len(a.Windows) > 1 {
+		if results := w.commitChain(ctx, a.Windows); len(results) > 0 {
+			return CommittedEvent{Windows: results, Chained: true}
+		}
+		return ChainRefusedEvent{Seq: a.Windows[0].seq}
 	}
 	win := a.Windows[0]
-	res, err := w.commitWithReplay(ctx, win)
-	if err != nil {
-		// Read the branch again before the retry: whatever failed (a moved
-		// head, content a human has since cleaned up) is judged on fresh
-		// state.
-		w.state.known = false
-		return FailedEvent{Seq: win.seq, Err: err, Jitter: rand.Float64()}
+	res, err := w.commitOnce(ctx, win)
+	if err == nil {
+		return CommittedEvent{Windows: []WindowResult{res}}
 	}
-	return CommittedEvent{Windows: []WindowResult{res}}
-}
-
-// commitWithReplay commits one window, replaying it on a fresh head after
-// each conflict up to MaxAttempts, with a growing, jittered wait before each
-// replay: a writer that moved the branch may be moving it again, and two
-// writers that collide must not retry in step. It reports whether a commit
-// was made (a window whose writes are all already in Git makes none).
-func (w *Worker) commitWithReplay(ctx context.Context, win *window) (WindowResult, error) {
-	backoff := w.cfg.ConflictBackoff
-	for attempt := 1; ; attempt++ {
-		res, err := w.commitOnce(ctx, win)
-		if err == nil {
-			return res, nil
-		}
-		if !errors.Is(err, forges.ErrConflict) {
-			return res, err
-		}
+	// Read the branch again before the next try: whatever failed (a moved
+	// head, content a human has since cleaned up) is judged on fresh
+	// state.
+	w.state.known = false
+	if errors.Is(err, forges.ErrConflict) {
 		w.cfg.Observer.Conflict(w.cfg.Key)
-		if attempt >= w.cfg.MaxAttempts {
-			return res, err
-		}
-		delay := backoff.Step()
-		w.cfg.Log.V(1).Info("branch moved; replaying the window on the new head", "attempt", attempt, "in", delay.String())
-		if !w.sleep(ctx, delay) {
-			return res, err
-		}
-		if rerr := w.state.refresh(ctx); rerr != nil {
-			return res, rerr
-		}
+		return ConflictEvent{Seq: win.seq, Err: err, Jitter: rand.Float64()}
 	}
-}
-
-// sleep waits d on the worker's clock (or its Sleep seam); false when ctx
-// ended first.
-func (w *Worker) sleep(ctx context.Context, d time.Duration) bool {
-	if w.cfg.Sleep != nil {
-		return w.cfg.Sleep(ctx, d)
-	}
-	return retry.Sleep(ctx, w.cfg.Clock, d)
+	return FailedEvent{Seq: win.seq, Err: err, Jitter: rand.Float64()}
 }
 
 // commitOnce plans the window against the current head and commits it.

@@ -3,20 +3,22 @@ package branch
 import (
 	"fmt"
 
-	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
 
 // windowPlan is one window planned against the target's index: the file
 // changes to commit and what they mean.
 type windowPlan struct {
-	target       TargetKey
-	files        []forges.FileChange
-	indexChanges []manifest.Change
-	contents     map[string][]byte
-	touched      []string
-	changes      []Change
-	refusals     []manifest.Refusal
+	target TargetKey
+	// files are the commit's changes, each carrying the blob its path
+	// holds at the tip the plan was made on.
+	files []gitfile.Change
+	// result is the planner's answer, which the index folds in once the
+	// commit landed.
+	result   manifest.Result
+	changes  []Change
+	refusals []manifest.Refusal
 	// sweepDeletes counts deletes that came from a replay's sweep.
 	sweepDeletes int
 	// placements are the created objects by the ladder step that placed them.
@@ -48,20 +50,23 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 			refusals = append(refusals, *refusal)
 			continue
 		}
-		ops = append(ops, manifest.Upsert{ID: wr.ID, YAML: content, Sensitive: wr.Sensitive})
+		upsert := manifest.Upsert{ID: wr.ID, YAML: content, Sensitive: wr.Sensitive}
+		if !wr.Sensitive {
+			// A Write's YAML is sanitize's rendering; a sensitive object's
+			// content is its ciphertext instead.
+			upsert.Rendered, upsert.Node = true, wr.Node
+		}
+		ops = append(ops, upsert)
 	}
 	res, err := ts.planner().Plan(ix, ops)
 	if err != nil {
 		// The worker names the GitTarget when it reports the failure.
 		return nil, fmt.Errorf("planning the commit: %w", err)
 	}
-	plan := &windowPlan{target: win.target, indexChanges: res.Changes, refusals: append(refusals, res.Refusals...), contents: map[string][]byte{}}
+	plan := &windowPlan{target: win.target, result: res, refusals: append(refusals, res.Refusals...)}
 	for _, c := range res.Changes {
-		plan.files = append(plan.files, forges.FileChange{Path: c.Path, Content: c.Content, Delete: c.Delete})
-		plan.touched = append(plan.touched, c.Path)
-		if !c.Delete {
-			plan.contents[c.Path] = c.Content
-		}
+		c.BaseBlob = ts.blobIDs[c.Path] // "" for a path the tip does not have
+		plan.files = append(plan.files, c)
 	}
 	plan.changes = describe(res, win.writes)
 	for _, o := range res.Objects {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/branch"
@@ -34,19 +35,11 @@ func requireJitteredGrowth(t *testing.T, delays []time.Duration, base time.Durat
 
 func TestConflictReplaysWaitAGrowingJitteredDelay(t *testing.T) {
 	var c *conflicting
-	var mu sync.Mutex
-	var delays []time.Duration
+	rec := &retryLog{key: "replayIn"}
 	w := newWorker(t, "conflict-backoff", func(f forges.Forge) forges.Forge {
 		c = &conflicting{Forge: f, t: t, repo: "conflict-backoff"}
 		return c
-	}, func(cfg *branch.Config) {
-		cfg.Sleep = func(_ context.Context, d time.Duration) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			delays = append(delays, d)
-			return true
-		}
-	})
+	}, func(cfg *branch.Config) { cfg.Log = logr.New(rec) })
 	write(t, w, branch.Author{}, cm("a", "1"))
 	flush(t, w) // the first commit creates the branch
 	c.times.Store(4)
@@ -54,33 +47,38 @@ func TestConflictReplaysWaitAGrowingJitteredDelay(t *testing.T) {
 	flush(t, w)
 	require.Len(t, commits(t, "conflict-backoff"), 6, "four external commits kept, ours on top")
 
-	mu.Lock()
-	defer mu.Unlock()
-	require.Len(t, delays, 4, "one wait before each replay")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Len(t, rec.retryIn, 4, "one wait before each replay")
 	def := branch.DefaultConflictBackoff
-	requireJitteredGrowth(t, delays, def.Duration, def.Jitter)
+	requireJitteredGrowth(t, rec.retryIn, def.Duration, def.Jitter)
 }
 
 func TestConflictsPastMaxAttemptsKeepTheWritesWithoutAFurtherWait(t *testing.T) {
 	var c *conflicting
-	waits := 0
+	rec := &retryLog{key: "replayIn"}
 	w := newWorker(t, "conflict-bound", func(f forges.Forge) forges.Forge {
 		c = &conflicting{Forge: f, t: t, repo: "conflict-bound"}
 		return c
 	}, func(cfg *branch.Config) {
 		cfg.MaxAttempts = 3
-		cfg.Sleep = func(context.Context, time.Duration) bool { waits++; return true }
+		cfg.ConflictBackoff = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 10}
+		cfg.Log = logr.New(rec)
 	})
 	write(t, w, branch.Author{}, cm("a", "1"))
 	flush(t, w)
 	c.times.Store(3)
 	write(t, w, branch.Author{}, cm("b", "1"))
 	require.ErrorIs(t, w.Flush(context.Background(), target), forges.ErrConflict)
-	require.Equal(t, 2, waits, "a wait between attempts, none after the last")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Len(t, rec.retryIn, 2, "a wait between attempts, none after the last")
 }
 
-// retryLog records the retryIn of each "commit failed" log line.
+// retryLog records the wait each log line names under key: "retryIn" of a
+// failed commit (the default), "replayIn" of a conflict's replay.
 type retryLog struct {
+	key     string
 	mu      sync.Mutex
 	retryIn []time.Duration
 }
@@ -92,7 +90,11 @@ func (r *retryLog) WithValues(...any) logr.LogSink { return r }
 func (r *retryLog) WithName(string) logr.LogSink   { return r }
 func (r *retryLog) Info(_ int, _ string, keysAndValues ...any) {
 	for i := 0; i+1 < len(keysAndValues); i += 2 {
-		if keysAndValues[i] == "retryIn" {
+		key := r.key
+		if key == "" {
+			key = "retryIn"
+		}
+		if keysAndValues[i] == key {
 			d, _ := time.ParseDuration(keysAndValues[i+1].(string))
 			r.mu.Lock()
 			r.retryIn = append(r.retryIn, d)

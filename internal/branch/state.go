@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
 
@@ -28,16 +28,22 @@ type branchState struct {
 	known   bool
 	targets map[TargetKey]*targetState
 	blobs   *blobCache
-	// seeds are the contents the worker is about to write, by blob id, for
-	// the next index load only (expect): the ones Git has join the blob
-	// cache, the rest are dropped with the load, so a cold start into an
-	// empty repository keeps no second copy of every file it writes.
-	seeds map[string][]byte
+	// idLike is an object id the repository gave, whose length tells the
+	// blob ids of its object format (gitfile.BlobID); "" before any.
+	idLike string
+	// expected are contents the worker is about to write (expect), whose
+	// blob ids the next subtree read computes in the listing's format.
+	expected [][]byte
 }
 
 type targetState struct {
 	target Target
 	index  *manifest.Index
+	// blobIDs is the blob id of every file of the index, by path, at the
+	// same tip: from the tree listing the index was built from, then from
+	// the worker's own commits. A plan gives each change its path's base
+	// blob from it, so no forge reads a tree to learn it.
+	blobIDs map[string]string
 	// at is the tip the index describes; a different tip means reload.
 	at string
 }
@@ -78,6 +84,9 @@ func (s *branchState) readHead(ctx context.Context) error {
 		return fmt.Errorf("reading the head of branch %s: %w", s.branch, err)
 	}
 	s.head, s.base, s.known = head, base, true
+	if id := s.tip(); id != "" {
+		s.idLike = id
+	}
 	return nil
 }
 
@@ -126,38 +135,24 @@ func (s *branchState) loaded(key TargetKey) bool {
 	return ok && s.known && ts.index != nil && ts.at == s.tip()
 }
 
-// expect seeds the next index load with file contents the worker is about
-// to write, under the blob ids Git gives them. After a restart nearly every
-// mirrored file is one of these, unchanged, so loading an index reads only
-// the files that differ rather than every file, one request each.
-func (s *branchState) expect(contents [][]byte) {
-	s.seeds = make(map[string][]byte, len(contents))
-	for _, c := range contents {
-		s.seeds[plumbing.ComputeHash(plumbing.BlobObject, c).String()] = c
-	}
-}
-
-// cached is a blob's content from the seeds or the blob cache; a seed Git
-// has joins the cache, as the index now holds it.
-func (s *branchState) cached(id string) ([]byte, bool) {
-	if content, ok := s.seeds[id]; ok {
-		s.blobs.put(id, content)
-		return content, true
-	}
-	return s.blobs.get(id)
-}
+// expect names file contents the worker is about to write. After a
+// restart nearly every mirrored file is one of these, unchanged: the next
+// subtree read caches them under the blob ids the listing's object format
+// gives them, so loading an index reads only the files that differ rather
+// than every file, one request each. Where the worker knows ids (the tree
+// it read, its own commits) it uses them and computes nothing.
+func (s *branchState) expect(contents [][]byte) { s.expected = contents }
 
 // ensureLoaded makes the target's index describe the current tip. On a
 // branch that does not exist yet that is its base: files the default branch
 // already has under the target's path are the starting state, existing
 // documents the planner edits in place rather than writes again.
 func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
+	defer func() { s.expected = nil }() // named for this load only
 	ts, ok := s.targets[key]
 	if !ok {
 		return fmt.Errorf("GitTarget %s is not registered with the branch worker", key)
 	}
-	// The seeds serve this load only.
-	defer func() { s.seeds = nil }()
 	if !s.known {
 		if err := s.readHead(ctx); err != nil {
 			return err
@@ -166,7 +161,7 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 	if ts.index != nil && ts.at == s.tip() {
 		return nil
 	}
-	files, err := s.readSubtree(ctx, ts.target.Path)
+	files, ids, err := s.readSubtree(ctx, ts.target.Path)
 	if err != nil {
 		return err
 	}
@@ -174,7 +169,7 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 	if err != nil {
 		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.tip(), err)
 	}
-	ts.index, ts.at = ix, s.tip()
+	ts.index, ts.blobIDs, ts.at = ix, ids, s.tip()
 	s.releaseBlobs()
 	return nil
 }
@@ -189,25 +184,39 @@ func (s *branchState) releaseBlobs() {
 	}
 }
 
-// readSubtree reads the files under root at the tip. Only YAML is read:
-// other files only need to be known to exist.
-func (s *branchState) readSubtree(ctx context.Context, root string) (map[string][]byte, error) {
-	files := map[string][]byte{}
+// readSubtree reads the files under root at the tip, and their blob ids.
+// Only YAML is read: other files only need to be known to exist.
+func (s *branchState) readSubtree(ctx context.Context, root string) (files map[string][]byte, ids map[string]string, err error) {
+	files, ids = map[string][]byte{}, map[string]string{}
 	tip := s.tip()
 	if tip == "" {
-		return files, nil
+		return files, ids, nil
 	}
 	entries, err := s.forge.Tree(ctx, tip, root)
 	if err != nil {
-		return nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
+		return nil, nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
+	}
+	// The expected contents serve this read only: the ones the tree has
+	// join the blob cache (the same bytes the index then holds), the rest
+	// are dropped with the read, so a cold start into an empty repository
+	// keeps no second copy of every file it writes.
+	seeds := make(map[string][]byte, len(s.expected))
+	for _, c := range s.expected {
+		seeds[gitfile.BlobID(c, tip)] = c
 	}
 	var missing []forges.TreeEntry
 	for _, e := range entries {
+		ids[e.Path] = e.BlobID
 		if !isYAML(e.Path) {
 			files[e.Path] = nil
 			continue
 		}
-		if content, ok := s.cached(e.BlobID); ok {
+		if content, ok := seeds[e.BlobID]; ok {
+			s.blobs.put(e.BlobID, content)
+			files[e.Path] = content
+			continue
+		}
+		if content, ok := s.blobs.get(e.BlobID); ok {
 			files[e.Path] = content
 			continue
 		}
@@ -215,13 +224,13 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (map[string]
 	}
 	contents, err := readBlobs(ctx, s.forge, missing)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i, e := range missing {
 		s.blobs.put(e.BlobID, contents[i])
 		files[e.Path] = contents[i]
 	}
-	return files, nil
+	return files, ids, nil
 }
 
 // readBlobs reads the blobs of entries, as many at a time as the forge
@@ -252,24 +261,51 @@ func readBlobs(ctx context.Context, reader forges.Reader, entries []forges.TreeE
 func (s *branchState) committed(res forges.CommitResult, plan *windowPlan) {
 	old := s.tip()
 	s.head, s.base = res.Commit, ""
+	if !isStandIn(res.Commit) {
+		s.idLike = res.Commit
+	}
 	for _, ts := range s.targets {
 		if ts.at != old || ts.index == nil {
 			continue
 		}
 		if ts.target.Key == plan.target {
-			if err := ts.index.Apply(plan.indexChanges); err != nil {
+			if err := ts.index.Apply(plan.result); err != nil {
 				ts.index = nil // rebuilt from the forge on next use
 				continue
 			}
-		} else if overlaps(ts.target.Path, plan.touched) {
+			ts.advanceBlobs(plan.files, res.Blobs, s.idLike)
+		} else if overlaps(ts.target.Path, plan.files) {
 			ts.index = nil
 			continue
 		}
 		ts.at = s.head
 	}
-	for p, id := range res.Blobs {
-		if c, ok := plan.contents[p]; ok {
-			s.blobs.put(id, c)
+	s.cacheWritten(plan.files, res.Blobs)
+}
+
+// advanceBlobs moves the blob ids to a commit made with changes: a put
+// takes the id the forge answered (blobs), else, in a chain being planned
+// before the forge has made it, the id its content has in the object
+// format of ids like like; a delete takes the path away.
+func (ts *targetState) advanceBlobs(changes []gitfile.Change, blobs map[string]string, like string) {
+	for _, c := range changes {
+		switch id, ok := blobs[c.Path]; {
+		case c.Delete:
+			delete(ts.blobIDs, c.Path)
+		case ok:
+			ts.blobIDs[c.Path] = id
+		default:
+			ts.blobIDs[c.Path] = gitfile.BlobID(c.Content, like)
+		}
+	}
+}
+
+// cacheWritten caches the contents a commit put under the blob ids the
+// forge answered.
+func (s *branchState) cacheWritten(changes []gitfile.Change, blobs map[string]string) {
+	for _, c := range changes {
+		if id, ok := blobs[c.Path]; ok && !c.Delete {
+			s.blobs.put(id, c.Content)
 		}
 	}
 }
@@ -278,15 +314,15 @@ func isYAML(p string) bool {
 	return strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")
 }
 
-// overlaps reports whether any touched path lies under root. GitTargets on
+// overlaps reports whether any changed path lies under root. GitTargets on
 // one branch never overlap (the controller refuses it); this only guards an
 // index against a commit made for another target.
-func overlaps(root string, touched []string) bool {
+func overlaps(root string, changes []gitfile.Change) bool {
 	if root == "." || root == "" {
-		return len(touched) > 0
+		return len(changes) > 0
 	}
-	for _, p := range touched {
-		if p == root || strings.HasPrefix(p, root+"/") {
+	for _, c := range changes {
+		if p := c.Path; p == root || strings.HasPrefix(p, root+"/") {
 			return true
 		}
 	}

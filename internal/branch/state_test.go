@@ -19,7 +19,9 @@ type treeForge struct {
 	released int
 }
 
-func (f *treeForge) Head(context.Context, string) (string, error) { return "c1", nil }
+func (f *treeForge) Head(context.Context, string) (string, error) {
+	return "0123456789012345678901234567890123456789", nil
+}
 
 func (f *treeForge) Tree(context.Context, string, string) ([]forges.TreeEntry, error) {
 	var out []forges.TreeEntry
@@ -57,7 +59,7 @@ func TestSeedsServeOneIndexLoadAndOnlyWhatGitHasIsCached(t *testing.T) {
 	require.NoError(t, s.ensureLoaded(context.Background(), key))
 
 	require.Equal(t, 1, forge.reads, "only the file that differs is read")
-	require.Nil(t, s.seeds)
+	require.Nil(t, s.expected)
 	_, cached := s.blobs.get(blobID(same))
 	require.True(t, cached)
 	for _, c := range [][]byte{changed, fresh} {

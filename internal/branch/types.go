@@ -10,6 +10,8 @@ package branch
 import (
 	"time"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
 
@@ -60,8 +62,13 @@ func (a Author) kind() AuthorKind {
 // Write is the desired state of one object: its sanitized YAML, or a delete
 // when YAML is nil.
 type Write struct {
-	ID        manifest.ObjectID
-	YAML      []byte
+	ID   manifest.ObjectID
+	YAML []byte
+	// Node is the tree YAML was rendered from (sanitize.RenderNode), handed
+	// to the planner so it parses nothing of what was just rendered
+	// (manifest.Upsert.Node). It is a cache, not state: a journal does not
+	// keep it, and a Write without it is parsed once by the planner.
+	Node      *yaml.Node `json:"-"`
 	Sensitive bool
 	// Received is when the watch delivered the event, for latency metrics.
 	Received time.Time
@@ -105,11 +112,14 @@ type Target struct {
 // Encryptor turns a sensitive object's sanitized YAML into a SOPS
 // document (internal/encryption).
 type Encryptor interface {
-	// Encrypt returns the encrypted document. object names the object;
+	// EncryptTree returns the encrypted document. object names the object;
 	// existing is its current document in Git, nil when it has none, and is
 	// returned unchanged when it already holds plaintext, so an unchanged
 	// object makes no commit.
-	Encrypt(object string, plaintext, existing []byte) ([]byte, error)
+	//
+	// tree is plaintext's tree when the write carries it (Write.Node), read
+	// instead of parsing plaintext; nil parses it.
+	EncryptTree(object string, plaintext []byte, tree *yaml.Node, existing []byte) ([]byte, error)
 	// SopsConfig is the .sops.yaml staged at the target root with the
 	// first write.
 	SopsConfig() []byte

@@ -18,6 +18,10 @@ type window struct {
 	order  []manifest.ObjectID
 	sweeps []Sweep
 	bytes  int
+	// trees counts the writes that carry their rendered tree (Write.Node),
+	// which maxWindowTrees bounds. It is not journaled: a restored window's
+	// writes carry none.
+	trees int
 	// reconcile marks a window that carries a replay's state, rendered with
 	// the reconcile message template.
 	reconcile bool
@@ -120,9 +124,25 @@ func identity(id manifest.ObjectID) manifest.ObjectID {
 	return id
 }
 
+// maxWindowTrees bounds the rendered trees one window holds. A tree saves
+// the planner a parse but weighs about six times its YAML (3.1 KiB for a
+// 500-byte ConfigMap), and a burst of live changes waits in its window
+// until it is committed: past this many, a write is kept without its tree
+// (about 6 MiB of trees a window at that size) and is parsed once instead.
+const maxWindowTrees = 2048
+
 func (w *window) add(wr Write, now time.Time) {
 	key := identity(wr.ID)
-	if old, ok := w.writes[key]; ok {
+	old, replaced := w.writes[key]
+	if replaced && old.Node != nil {
+		w.trees--
+	}
+	if wr.Node != nil && w.trees >= maxWindowTrees {
+		wr.Node = nil
+	} else if wr.Node != nil {
+		w.trees++
+	}
+	if replaced {
 		w.bytes -= len(old.YAML)
 		// Keep the first event's receive time: latency is measured from the
 		// oldest change the commit carries.
@@ -169,6 +189,9 @@ func (w *window) addSweep(s Sweep, replaying bool, now time.Time) {
 	for _, id := range w.order {
 		if s.Scope.Covers(id) && !present[id] {
 			w.bytes -= len(w.writes[id].YAML)
+			if w.writes[id].Node != nil {
+				w.trees--
+			}
 			delete(w.writes, id)
 			continue
 		}

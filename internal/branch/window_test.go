@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
@@ -139,4 +140,26 @@ func TestAWindowKeepsTheToolsOfEveryChangeItMergesUntilADelete(t *testing.T) {
 			require.Equal(t, tc.want, win.orderedWrites()[0].ChangedWith)
 		})
 	}
+}
+
+// TestAWindowHoldsABoundedNumberOfRenderedTrees: past maxWindowTrees a
+// write joins without its tree (the planner parses it once); a write that
+// replaces one with a tree frees its place.
+func TestAWindowHoldsABoundedNumberOfRenderedTrees(t *testing.T) {
+	w := newWindow(coreTo, alice, t0)
+	tree := func(name string) Write {
+		wr := change(name)
+		wr.Node = &yaml.Node{Kind: yaml.MappingNode}
+		return wr
+	}
+	for i := range maxWindowTrees + 1 {
+		w.add(tree(fmt.Sprint("cm-", i)), t0)
+	}
+	require.Nil(t, w.writes[identity(tree(fmt.Sprint("cm-", maxWindowTrees)).ID)].Node, "one past the bound")
+	require.NotNil(t, w.writes[identity(tree("cm-0").ID)].Node)
+
+	w.add(change("cm-0"), t0) // the object's last write carries no tree
+	w.add(tree("cm-extra"), t0)
+	require.NotNil(t, w.writes[identity(tree("cm-extra").ID)].Node, "the freed place is taken")
+	require.Equal(t, maxWindowTrees, w.trees)
 }

@@ -36,9 +36,6 @@ type Config struct {
 	// ConflictBackoff spaces the conflict replays of one commit
 	// (DefaultConflictBackoff when zero; MaxAttempts bounds how many).
 	ConflictBackoff wait.Backoff
-	// Sleep waits between conflict replays and reports whether d passed
-	// before ctx ended; nil waits on Clock.
-	Sleep func(ctx context.Context, d time.Duration) bool
 	// RetryBackoff and MaxRetryBackoff bound the wait before a retry; up to
 	// half of it again is added as jitter, so workers that failed together
 	// do not retry together.
@@ -173,7 +170,8 @@ func New(cfg Config) *Worker {
 		cfg: cfg,
 		in:  make(chan any, cfg.QueueSize),
 		core: NewCore(CoreConfig{Committer: cfg.Committer, BufferMax: cfg.BufferMax, PushBurst: cfg.PushBurst,
-			PushInterval: cfg.PushInterval, RetryBackoff: cfg.RetryBackoff, MaxRetryBackoff: cfg.MaxRetryBackoff}),
+			PushInterval: cfg.PushInterval, RetryBackoff: cfg.RetryBackoff, MaxRetryBackoff: cfg.MaxRetryBackoff,
+			MaxAttempts: cfg.MaxAttempts, ConflictBackoff: cfg.ConflictBackoff}),
 		state:     newBranchState(cfg.Forge, cfg.Key.Branch),
 		settleFns: map[uint64]func(string){},
 		flushDone: map[uint64]chan error{},

@@ -50,10 +50,18 @@ func parseDocument(text []byte) (branch, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, errors.New("want exactly one YAML document")
 	}
-	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+	if len(doc.Content) != 1 {
 		return nil, errors.New("the YAML document is not a mapping")
 	}
-	value, err := treeValue(doc.Content[0])
+	return documentTree(doc.Content[0])
+}
+
+// documentTree reads a document's top node, a mapping, into a tree.
+func documentTree(top *yaml.Node) (branch, error) {
+	if top.Kind != yaml.MappingNode {
+		return nil, errors.New("the YAML document is not a mapping")
+	}
+	value, err := treeValue(top)
 	if err != nil {
 		return nil, err
 	}

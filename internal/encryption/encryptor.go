@@ -14,6 +14,7 @@ import (
 	"time"
 
 	sopsage "github.com/getsops/sops/v3/age"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // maxCached bounds the cache of encrypted output: one entry per object, so
@@ -78,6 +79,13 @@ func (e *Encryptor) Fingerprint() string {
 // these recipients it is returned as it is; when the Encryptor can read it,
 // its data key and IVs are reused so only changed values change.
 func (e *Encryptor) Encrypt(object string, plaintext, existing []byte) ([]byte, error) {
+	return e.EncryptTree(object, plaintext, nil, existing)
+}
+
+// EncryptTree is Encrypt with plaintext's tree when the caller holds it (the
+// one sanitize rendered it from): the tree is read instead of parsing
+// plaintext. A nil tree parses plaintext. The tree is not modified.
+func (e *Encryptor) EncryptTree(object string, plaintext []byte, tree *yaml.Node, existing []byte) ([]byte, error) {
 	digest := sha256.Sum256(plaintext)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -89,7 +97,7 @@ func (e *Encryptor) Encrypt(object string, plaintext, existing []byte) ([]byte, 
 	if existing != nil && e.CanDecrypt() {
 		// A file the operator cannot reuse (other recipients, another
 		// tool's rules, tampered) is simply replaced by a new encryption.
-		if out, err := e.reencrypt(object, plaintext, existing); err == nil {
+		if out, err := e.reencrypt(object, plaintext, tree, existing); err == nil {
 			e.remember(object, digest, out)
 			return out, nil
 		}
@@ -97,7 +105,7 @@ func (e *Encryptor) Encrypt(object string, plaintext, existing []byte) ([]byte, 
 	if hit {
 		return last.ciphertext, nil
 	}
-	out, err := e.encryptNew(object, plaintext)
+	out, err := e.encryptNew(object, plaintext, tree)
 	if err != nil {
 		return nil, err
 	}
@@ -124,8 +132,8 @@ func (e *Encryptor) Decrypt(ciphertext []byte) ([]byte, error) {
 
 // encryptNew encrypts with fresh IVs under the object's data key: the
 // derived one when the Encryptor holds identities, else a random one.
-func (e *Encryptor) encryptNew(object string, plaintext []byte) ([]byte, error) {
-	b, err := loadPlain(plaintext)
+func (e *Encryptor) encryptNew(object string, plaintext []byte, tree *yaml.Node) ([]byte, error) {
+	b, err := loadPlain(plaintext, tree)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +160,7 @@ func (e *Encryptor) encryptNew(object string, plaintext []byte) ([]byte, error) 
 // reencrypt encrypts plaintext with existing's data key and the cipher that
 // decrypted it, which remembers the IV of every value: unchanged values
 // keep their ciphertext. An unchanged plaintext returns existing itself.
-func (e *Encryptor) reencrypt(object string, plaintext, existing []byte) ([]byte, error) {
+func (e *Encryptor) reencrypt(object string, plaintext []byte, tree *yaml.Node, existing []byte) ([]byte, error) {
 	if e.root == nil {
 		return nil, errors.New("no derived data key to recognise the file by")
 	}
@@ -170,7 +178,7 @@ func (e *Encryptor) reencrypt(object string, plaintext, existing []byte) ([]byte
 	if subtle.ConstantTimeCompare(o.dataKey, want) != 1 {
 		return nil, errors.New("the file's data key is not the one derived for this object")
 	}
-	b, err := loadPlain(plaintext)
+	b, err := loadPlain(plaintext, tree)
 	if err != nil {
 		return nil, err
 	}
@@ -280,9 +288,16 @@ func (e *Encryptor) wrapDataKey(dataKey []byte) ([]ageStanza, error) {
 	return stanzas, nil
 }
 
-// loadPlain parses the object's YAML for encryption.
-func loadPlain(plaintext []byte) (branch, error) {
-	b, err := parseDocument(plaintext)
+// loadPlain reads the object's YAML for encryption: its tree when the
+// caller has one, else plaintext parsed.
+func loadPlain(plaintext []byte, tree *yaml.Node) (branch, error) {
+	var b branch
+	var err error
+	if tree != nil {
+		b, err = documentTree(tree)
+	} else {
+		b, err = parseDocument(plaintext)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the object's YAML: %w", err)
 	}

@@ -305,3 +305,38 @@ func TestASensitiveObjectWithATopLevelNameFieldIsRefusedClearly(t *testing.T) {
 	require.ErrorContains(t, err, `top-level field "name"`)
 	require.NotContains(t, err.Error(), "admin", "the value is not echoed")
 }
+
+// TestATreeEncryptsAsItsTextDoes: handed the plaintext's tree, the
+// Encryptor writes what it writes of the text: a document that decrypts to
+// it, the same file for an unchanged object, and only the changed value's
+// ciphertext changed for a changed one.
+func TestATreeEncryptsAsItsTextDoes(t *testing.T) {
+	id, _ := identity(t)
+	now := clock()
+	var doc yaml.Node
+	require.NoError(t, yaml.Unmarshal([]byte(secretYAML), &doc))
+	fromText := newEncryptor(t, encryption.Keys{Identities: []string{id}})
+	fromText.Now = now
+	fromTree := newEncryptor(t, encryption.Keys{Identities: []string{id}})
+	fromTree.Now = now
+
+	existing, err := fromText.Encrypt("team-a/db", []byte(secretYAML), nil)
+	require.NoError(t, err)
+	withTree, err := fromTree.EncryptTree("team-a/db", []byte(secretYAML), doc.Content[0], nil)
+	require.NoError(t, err)
+	require.Equal(t, parse(t, []byte(secretYAML)), sopsDecrypt(t, id, withTree))
+
+	restarted := newEncryptor(t, encryption.Keys{Identities: []string{id}})
+	again, err := restarted.EncryptTree("team-a/db", []byte(secretYAML), doc.Content[0], existing)
+	require.NoError(t, err)
+	require.Equal(t, string(existing), string(again))
+
+	changed := strings.Replace(secretYAML, "aHVudGVyMg==", "aHVudGVyMw==", 1)
+	var changedDoc yaml.Node
+	require.NoError(t, yaml.Unmarshal([]byte(changed), &changedDoc))
+	restarted.Now = now
+	viaTree, err := restarted.EncryptTree("team-a/db", []byte(changed), changedDoc.Content[0], existing)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"password:", "lastmodified:", "mac:"}, changedLines(existing, viaTree))
+	require.Equal(t, parse(t, []byte(changed)), sopsDecrypt(t, id, viaTree))
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
 
 const benchObjects = 2000
@@ -25,16 +26,8 @@ func benchID(i int, prefix string) manifest.ObjectID {
 // benchIndex indexes benchObjects one-document files, as a canonical layout
 // written by the operator would hold them.
 func benchIndex(b *testing.B) (*manifest.Index, map[string][]byte) {
-	files := make(map[string][]byte, benchObjects+1)
+	files := benchFiles(b, benchObjects, func(text []byte) []byte { return text })
 	files["README.md"] = []byte("# existing\n")
-	for i := range benchObjects {
-		id := benchID(i, "app")
-		p, err := manifest.CanonicalPath(".", id, false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		files[p] = benchConfigMap(id.Namespace, id.Name, "1")
-	}
 	ix, err := manifest.NewIndex(".", files)
 	if err != nil {
 		b.Fatal(err)
@@ -42,9 +35,28 @@ func benchIndex(b *testing.B) (*manifest.Index, map[string][]byte) {
 	return ix, files
 }
 
+// benchFiles is n one-document files at their canonical paths, each text
+// passed through edit.
+func benchFiles(b *testing.B, n int, edit func([]byte) []byte) map[string][]byte {
+	files := make(map[string][]byte, n+1)
+	for i := range n {
+		id := benchID(i, "app")
+		p, err := manifest.CanonicalPath(".", id, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files[p] = edit(benchConfigMap(id.Namespace, id.Name, "1"))
+	}
+	return files
+}
+
 func benchUpserts(prefix, revision string) []manifest.Op {
-	ops := make([]manifest.Op, 0, benchObjects)
-	for i := range benchObjects {
+	return benchUpsertsOf(benchObjects, prefix, revision)
+}
+
+func benchUpsertsOf(n int, prefix, revision string) []manifest.Op {
+	ops := make([]manifest.Op, 0, n)
+	for i := range n {
 		id := benchID(i, prefix)
 		ops = append(ops, manifest.Upsert{ID: id, YAML: benchConfigMap(id.Namespace, id.Name, revision)})
 	}
@@ -103,7 +115,7 @@ func BenchmarkApply2000Changes(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := ix.Apply(forward.Changes); err != nil {
+		if err := ix.Apply(forward); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -128,15 +140,32 @@ func BenchmarkApply2000Changes(b *testing.B) {
 // BenchmarkWritePath2000Changes is one commit of the write path as the
 // branch worker runs it: Plan 2,000 in-place edits, then Apply them to the
 // index so the next commit plans without reading the repository. It reports
-// the YAML documents decoded per edited document (parses/doc): the planner
-// should read each document at most once per commit.
+// the YAML documents decoded per edited document (parses/doc). "parsed" hands
+// the planner bare YAML, as before the write path carried the rendered tree:
+// each of the desired and the old document is parsed once. "rendered" hands
+// it what the branch worker does (Upsert.Rendered and Node; the trees are
+// built before the timer, as sanitize builds them before the worker): after
+// a replay of unchanged objects, which tells the index that the documents
+// are the operator's, nothing is parsed.
 func BenchmarkWritePath2000Changes(b *testing.B) {
+	b.Run("parsed", func(b *testing.B) {
+		benchWritePath(b, [2][]manifest.Op{benchUpserts("app", "2"), benchUpserts("app", "1")})
+	})
+	b.Run("rendered", func(b *testing.B) {
+		benchWritePath(b, [2][]manifest.Op{benchRendered(b, "2", true), benchRendered(b, "1", true)})
+	})
+}
+
+func benchWritePath(b *testing.B, revisions [2][]manifest.Op) {
 	ix, _ := benchIndex(b)
-	revisions := [2][]manifest.Op{benchUpserts("app", "2"), benchUpserts("app", "1")}
+	replay, err := manifest.Plan(ix, benchRendered(b, "1", false))
+	if err != nil || len(replay.Changes) != 0 {
+		b.Fatalf("the replay planned %d changes: %v", len(replay.Changes), err)
+	}
 	b.ReportAllocs()
 	parses, commits := 0, 0
 	for b.Loop() {
-		before := manifest.IndexParses(ix)
+		before := ix.Parses()
 		result, err := manifest.Plan(ix, revisions[commits%2])
 		if err != nil {
 			b.Fatal(err)
@@ -144,11 +173,35 @@ func BenchmarkWritePath2000Changes(b *testing.B) {
 		if len(result.Changes) != benchObjects {
 			b.Fatalf("planned %d changes, want %d", len(result.Changes), benchObjects)
 		}
-		if err := ix.Apply(result.Changes); err != nil {
+		if err := ix.Apply(result); err != nil {
 			b.Fatal(err)
 		}
-		parses += manifest.PlanParses(result) + manifest.IndexParses(ix) - before
+		parses += result.Parses() + ix.Parses() - before
 		commits++
 	}
 	b.ReportMetric(float64(parses)/float64(commits*benchObjects), "parses/doc")
+}
+
+// benchRendered is benchUpserts("app", revision) as the branch worker hands
+// them over: the operator's renderings, with their trees when withTree.
+func benchRendered(b *testing.B, revision string, withTree bool) []manifest.Op {
+	return renderedOps(b, benchUpserts("app", revision), withTree)
+}
+
+// renderedOps marks upserts as the operator's renderings, with their trees
+// when withTree.
+func renderedOps(b *testing.B, ops []manifest.Op, withTree bool) []manifest.Op {
+	for i, op := range ops {
+		u := op.(manifest.Upsert)
+		u.Rendered = true
+		if withTree {
+			node, err := yamledit.Decode(u.YAML)
+			if err != nil {
+				b.Fatal(err)
+			}
+			u.Node = node
+		}
+		ops[i] = u
+	}
+	return ops
 }

@@ -14,6 +14,29 @@ type document struct {
 	// encrypted marks a SOPS document (a top-level "sops" mapping): the rule
 	// that plaintext never shares a file with ciphertext is checked on it.
 	encrypted bool
+	// canonical marks a text that is exactly the operator's rendering of
+	// the object (an Upsert with a Node, written verbatim): a change
+	// replaces it whole, with nothing to keep and so nothing to parse.
+	canonical bool
+	// tree caches the parsed text of a document the operator did not write
+	// verbatim (comments, another key order or quoting kept by the in-place
+	// editor), so that the next edit parses it no more. Only such documents
+	// pay its memory, and only the last ones edited (treeRing); nil until an
+	// edit first needs it. It is read, never modified.
+	tree *yaml.Node
+	// inRing marks a document whose tree the index's treeRing holds.
+	inRing bool
+}
+
+// written is doc as a new text of it holds it: canonical when the text is
+// the operator's rendering, else with the tree of that text when known.
+func (doc *document) written(canonical bool, tree *yaml.Node) *document {
+	out := *doc
+	out.canonical, out.tree, out.inRing = canonical, nil, false
+	if !canonical {
+		out.tree = tree
+	}
+	return &out
 }
 
 // constError is an error that can be a constant, so sentinels need no

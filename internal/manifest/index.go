@@ -36,6 +36,8 @@ type Index struct {
 	problems map[string][]Problem
 	// parses counts the YAML documents the index decoded, for benchmarks.
 	parses int
+	// trees bounds the documents that keep their parse (document.tree).
+	trees treeRing
 }
 
 // manifestFile is a parsed YAML file: its bytes, its sections, and the
@@ -93,6 +95,10 @@ func cleanRootPath(root string) (string, error) {
 	return clean, nil
 }
 
+// Parses is the number of YAML documents the index decoded since it was
+// made (NewIndex, Add and Apply).
+func (ix *Index) Parses() int { return ix.parses }
+
 // Root is the cleaned subtree root ("." for the repository root).
 func (ix *Index) Root() string { return ix.root }
 
@@ -139,7 +145,7 @@ func (ix *Index) add(p string, content []byte, parsed *manifestFile) error {
 	if err != nil {
 		return err
 	}
-	ix.Remove(p)
+	ix.remove(p, parsed)
 	switch classify(rel) {
 	case classManifest:
 		if parsed != nil && sameBytes(parsed.content, content) {
@@ -188,6 +194,9 @@ func (ix *Index) addManifest(p string, content []byte) {
 // register makes a parsed file's documents findable by identity.
 func (ix *Index) register(p string, file *manifestFile) {
 	for i, doc := range file.docs {
+		if doc != nil && doc.tree != nil {
+			ix.trees.keep(doc, doc.tree) // a plan's edit parsed it
+		}
 		if doc != nil {
 			key := doc.id.key()
 			ix.byID[key] = append(ix.byID[key], location{path: p, section: i})
@@ -203,7 +212,11 @@ func sameBytes(a, b []byte) bool {
 }
 
 // Remove forgets the file at p; an unknown path is ignored.
-func (ix *Index) Remove(p string) {
+func (ix *Index) Remove(p string) { ix.remove(p, nil) }
+
+// remove forgets the file at p; the documents next (the file that replaces
+// it, nil for none) still holds keep their parse.
+func (ix *Index) remove(p string, next *manifestFile) {
 	delete(ix.others, p)
 	if _, ok := ix.kustomizations[p]; ok {
 		delete(ix.kustomizations, p)
@@ -217,6 +230,9 @@ func (ix *Index) Remove(p string) {
 	for _, doc := range file.docs {
 		if doc == nil {
 			continue
+		}
+		if next == nil || !slices.Contains(next.docs, doc) {
+			doc.tree = nil // gone from the index: its slot in the ring keeps nothing
 		}
 		key := doc.id.key()
 		kept := ix.byID[key][:0]
@@ -236,13 +252,13 @@ func (ix *Index) Remove(p string) {
 
 // Apply folds a plan's changes into the index, as if the files had been
 // written and read again.
-func (ix *Index) Apply(changes []Change) error {
-	for _, change := range changes {
+func (ix *Index) Apply(plan Result) error {
+	for _, change := range plan.Changes {
 		if change.Delete {
 			ix.Remove(change.Path)
 			continue
 		}
-		if err := ix.add(change.Path, change.Content, change.parsed); err != nil {
+		if err := ix.add(change.Path, change.Content, plan.parsed[change.Path]); err != nil {
 			return fmt.Errorf("apply change to %s: %w", change.Path, err)
 		}
 	}

@@ -53,7 +53,7 @@ func commit(t *testing.T, ix *manifest.Index, files map[string]string, ops ...ma
 			files[c.Path] = string(c.Content)
 		}
 	}
-	require.NoError(t, ix.Apply(result.Changes))
+	require.NoError(t, ix.Apply(result))
 	return result
 }
 

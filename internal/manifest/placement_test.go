@@ -83,14 +83,14 @@ func TestPlacementBundlesObjectsIntoOneMultiDocumentFile(t *testing.T) {
 	require.Equal(t, map[string]string{"root/team-a/all.yaml": a + "---\n" + b}, contents(result))
 
 	// The next commit edits one document in place and appends a new one.
-	require.NoError(t, ix.Apply(result.Changes))
+	require.NoError(t, ix.Apply(result))
 	c, changedA := configMapYAML("team-a", "c", "3"), configMapYAML("team-a", "a", "changed")
 	result = planWith(t, bundling, ix, upsert(configMapID("team-a", "a"), changedA), upsert(configMapID("team-a", "c"), c))
 	require.Empty(t, result.Refusals)
 	require.Equal(t, map[string]string{"root/team-a/all.yaml": changedA + "---\n" + b + "---\n" + c}, contents(result))
 
 	// Deleting one leaves the others.
-	require.NoError(t, ix.Apply(result.Changes))
+	require.NoError(t, ix.Apply(result))
 	result = planWith(t, bundling, ix, manifest.Delete{ID: configMapID("team-a", "b")})
 	require.Equal(t, map[string]string{"root/team-a/all.yaml": changedA + "---\n" + c}, contents(result))
 }

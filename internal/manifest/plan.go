@@ -4,6 +4,9 @@ import (
 	"path"
 	"sort"
 
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/configbutler/gitops-reverser/gitfile"
 	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 )
 
@@ -16,8 +19,18 @@ type Op interface {
 // naming the object (sanitize.Marshal output, or its SOPS encryption when
 // Sensitive).
 type Upsert struct {
-	ID        ObjectID
-	YAML      []byte
+	ID   ObjectID
+	YAML []byte
+	// Rendered says YAML is the operator's own rendering of the object
+	// (sanitize.Marshal), not a text from elsewhere: the planner then knows
+	// a document it writes verbatim as canonical, and a later write
+	// replaces that text whole without parsing it.
+	Rendered bool
+	// Node, when set, is the tree of YAML: the one the renderer encoded
+	// (sanitize.MarshalNode), or YAML parsed. The planner reads the object
+	// from it instead of parsing YAML. Nil means parse YAML once (a write
+	// replayed from a journal, a test). It is read, never modified.
+	Node      *yaml.Node
 	Sensitive bool
 }
 
@@ -26,38 +39,44 @@ type Delete struct {
 	ID ObjectID
 }
 
-func (u Upsert) plannedWrite() write { return write{id: u.ID, yaml: u.YAML, sensitive: u.Sensitive} }
+func (u Upsert) plannedWrite() write {
+	return write{id: u.ID, yaml: u.YAML, rendered: u.Rendered && !u.Sensitive, node: u.Node, sensitive: u.Sensitive}
+}
 func (d Delete) plannedWrite() write { return write{id: d.ID, remove: true} }
 
 // write is the planner's single shape for both operations.
 type write struct {
 	id        ObjectID
 	yaml      []byte
+	rendered  bool
+	node      *yaml.Node
 	sensitive bool
 	remove    bool
-}
-
-// Change is one file change of a commit: new content for Path, or its
-// deletion.
-type Change struct {
-	Path    string
-	Content []byte
-	Delete  bool
-	// parsed is Content as the index holds it, built by the plan from the
-	// documents it already parsed, so Apply parses nothing again.
-	parsed *manifestFile
 }
 
 // Result is a planned commit: the file changes, the objects they write,
 // and the objects refused fail-safe (their writes are left out; everything
 // else is planned).
 type Result struct {
-	Changes  []Change       // sorted by path
+	// Changes are the commit's file changes, sorted by path. The planner
+	// leaves their BaseBlob empty: the index knows contents, the caller
+	// knows blob ids.
+	Changes []gitfile.Change
+
 	Objects  []ObjectChange // in planning order: deletes, then by identity
 	Refusals []Refusal      // in planning order
 	// parses counts the YAML documents the plan decoded (benchmarks read it).
 	parses int
+	// parsed holds, by path, a changed file's content as the index holds
+	// it, built by the plan from the documents it already parsed, so Apply
+	// parses nothing again. It stays beside the changes, not on them: a
+	// change is what the forge sees.
+	parsed map[string]*manifestFile
 }
+
+// Parses is the number of YAML documents the plan decoded: what a benchmark
+// reports as parses on the write path.
+func (r Result) Parses() int { return r.parses }
 
 // Action is what a plan does to one object.
 type Action string
@@ -101,7 +120,10 @@ func Plan(ix *Index, ops []Op) (Result, error) {
 // Plan turns a batch of operations into the file changes of one commit.
 // The last operation per object wins. It returns the acceptance gate's
 // *UnsupportedContentError, and plans nothing, when the subtree is refused.
-// The index is not modified: Apply the changes once they are committed.
+// The index's files are not modified: Apply the changes once they are
+// committed. A plan only lets the index learn about texts it already holds
+// (that a document is the operator's rendering, or its parse), which holds
+// whether the plan is committed or not.
 func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 	if err := ix.Check(); err != nil {
 		return Result{}, err // it names the root and every refused file; a wrap would repeat the root
@@ -113,7 +135,7 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 			refusals = append(refusals, *refusal)
 		}
 	}
-	changes, err := ws.changes()
+	changes, parsed, err := ws.changes()
 	if err != nil {
 		return Result{}, err
 	}
@@ -121,7 +143,7 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 		changes = append(changes, p.bootstrapChanges(ix, ws.files)...)
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
-	return Result{Changes: changes, Objects: ws.objects, Refusals: refusals, parses: ws.parses}, nil
+	return Result{Changes: changes, Objects: ws.objects, Refusals: refusals, parses: ws.parses, parsed: parsed}, nil
 }
 
 // lastWriteWins keeps the final operation per object and orders the result
@@ -151,7 +173,7 @@ func lastWriteWins(ops []Op) []write {
 }
 
 // bootstrapChanges adds the bootstrap files the root lacks.
-func (p Planner) bootstrapChanges(ix *Index, touched map[string]*fileEdit) []Change {
+func (p Planner) bootstrapChanges(ix *Index, touched map[string]*fileEdit) []gitfile.Change {
 	files := p.Bootstrap
 	if files == nil {
 		files = map[string][]byte{readmeName: BootstrapReadme(ix.root)}
@@ -161,13 +183,13 @@ func (p Planner) bootstrapChanges(ix *Index, touched map[string]*fileEdit) []Cha
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var changes []Change
+	var changes []gitfile.Change
 	for _, name := range names {
 		target := path.Join(ix.root, name)
 		if _, written := touched[target]; written || ix.Has(target) {
 			continue
 		}
-		changes = append(changes, Change{Path: target, Content: files[name]})
+		changes = append(changes, gitfile.Change{Path: target, Content: files[name]})
 	}
 	return changes
 }

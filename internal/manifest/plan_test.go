@@ -324,12 +324,12 @@ func TestAConfigMapNamedKustomizationIsWrittenUnderAnEscapedName(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, created.Refusals)
 			require.Equal(t, map[string]string{tt.want: configMapYAML("team-a", "kustomization", "v1")}, contents(created))
-			require.NoError(t, ix.Apply(created.Changes))
+			require.NoError(t, ix.Apply(created))
 
 			updated, err := planner.Plan(ix, []manifest.Op{upsert(id, configMapYAML("team-a", "kustomization", "v2"))})
 			require.NoError(t, err)
 			require.Equal(t, map[string]string{tt.want: configMapYAML("team-a", "kustomization", "v2")}, contents(updated))
-			require.NoError(t, ix.Apply(updated.Changes))
+			require.NoError(t, ix.Apply(updated))
 
 			deleted, err := planner.Plan(ix, []manifest.Op{manifest.Delete{ID: id}})
 			require.NoError(t, err)
@@ -357,7 +357,7 @@ func TestApplyKeepsTheIndexCurrent(t *testing.T) {
 		upsert(configMapID("team-a", "new"), created),
 		upsert(configMapID("team-a", "second"), configMapYAML("team-a", "second", "changed")),
 	)
-	require.NoError(t, ix.Apply(first.Changes))
+	require.NoError(t, ix.Apply(first))
 
 	require.True(t, ix.Has("gitops/README.md"))
 	where, found := ix.Lookup(configMapID("team-a", "new"))
@@ -373,7 +373,7 @@ func TestApplyKeepsTheIndexCurrent(t *testing.T) {
 		"gitops/team-a/configmaps/new.yaml": "<deleted>",
 		"gitops/team-a/bundle.yaml":         secondComment + configMapYAML("team-a", "second", "changed"),
 	}, contents(second))
-	require.NoError(t, ix.Apply(second.Changes))
+	require.NoError(t, ix.Apply(second))
 	require.False(t, ix.Has("gitops/team-a/configmaps/new.yaml"))
 	_, found = ix.Lookup(configMapID("team-a", "first"))
 	require.False(t, found)

@@ -138,7 +138,7 @@ func TestAShortenedFileIsFoundAgainByIdentity(t *testing.T) {
 	updated := plan(t, restarted, upsert(id, configMapYAML("team-a", longName, "v2")))
 	require.Equal(t, map[string]string{want: configMapYAML("team-a", longName, "v2")}, contents(updated))
 	require.Equal(t, []manifest.ObjectChange{{ID: id, Path: want, Action: manifest.ActionUpdate}}, updated.Objects)
-	require.NoError(t, restarted.Apply(updated.Changes))
+	require.NoError(t, restarted.Apply(updated))
 
 	deleted := plan(t, restarted, manifest.Delete{ID: id})
 	require.Equal(t, map[string]string{want: "<deleted>"}, contents(deleted))

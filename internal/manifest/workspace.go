@@ -9,6 +9,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/configbutler/gitops-reverser/gitfile"
 	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
@@ -79,6 +80,12 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 	old := file.body(loc.section)
 	body := withTrailingNewline(w.yaml)
 	if bytes.Equal(old, body) {
+		if w.rendered {
+			// The text is the operator's rendering: learnt for free, so the
+			// next change (after a restart, say) replaces it unparsed.
+			current := file.original.docs[loc.section]
+			current.canonical, current.tree = true, nil // the ring forgets it in its turn
+		}
 		return nil
 	}
 	top, doc, refusal := ws.checkNewDocument(w, body, loc.path)
@@ -96,15 +103,21 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 		ws.record(w, loc.path, ActionUpdate)
 		return nil
 	}
-	desiredText := body
 	bare := ws.namespaceless(loc, w)
+	if w.rendered && !bare && !ws.overridden(loc.path) {
+		done, refusal := ws.replaceRendered(file, loc, w, body, doc)
+		if done {
+			return refusal
+		}
+		top = ws.parsedDesired(w, body, top)
+	}
+	desiredText := body
 	if bare {
 		// The kustomization sets the namespace: the document keeps
 		// leaving it out, and the diff is only the changed values.
-		top, desiredText = withoutNamespace(top), nil
+		top, desiredText = withoutNamespace(ws.parsedDesired(w, body, top)), nil
 	}
-	ws.parses++
-	oldTop, _ := yamledit.Decode(old) // the index parsed it once: it is valid
+	oldTop := ws.oldTree(loc)
 	if oldTop != nil {
 		if adjusted, through := ws.editThrough(loc.path, oldTop, top); through {
 			// The desired bytes no longer say what the file must read.
@@ -114,6 +127,14 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 	if yamledit.Equivalent(oldTop, top) {
 		return nil
 	}
+	edited, tree := ws.editedBody(old, oldTop, body, desiredText, top)
+	verbatim := bytes.Equal(edited, body)
+	return ws.rewrite(file, loc, w, edited, writtenDocument(doc, bare && !verbatim).written(w.rendered && verbatim, tree))
+}
+
+// rewrite puts a plaintext document's new text in place of the old one,
+// unless the file's other documents or its name forbid it.
+func (ws *workspace) rewrite(file *fileEdit, loc location, w write, text []byte, doc *document) *Refusal {
 	if refusal := file.mixingRefusal(w, loc.section); refusal != nil {
 		return refusal
 	}
@@ -123,9 +144,8 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 		return &Refusal{ID: w.id, Path: loc.path, Reason: RefusalInvalidPlacement,
 			Detail: "a plaintext object is not written into a .sops file; move or delete the file"}
 	}
-	edited := ws.editedBody(old, oldTop, body, desiredText, top)
-	file.bodies[loc.section] = edited
-	file.docs[loc.section] = writtenDocument(doc, bare && !bytes.Equal(edited, body))
+	file.bodies[loc.section] = text
+	file.docs[loc.section] = doc
 	ws.record(w, loc.path, ActionUpdate)
 	return nil
 }
@@ -153,24 +173,26 @@ func writtenDocument(doc *document, withoutNamespace bool) *document {
 // editedBody is the old document edited in place to read as the new one,
 // keeping its comments and layout, or the new bytes when the editor cannot
 // do that safely. The edited text is parsed once to prove it reads exactly
-// as the new document; anything else is never written.
-func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body, desiredText []byte, top *yaml.Node) []byte {
+// as the new document; anything else is never written. That parse is
+// returned with an edited text (nil with the new bytes), for the index to
+// keep: the next edit of the document need not parse it again.
+func (ws *workspace) editedBody(old []byte, oldTop *yaml.Node, body, desiredText []byte, top *yaml.Node) ([]byte, *yaml.Node) {
 	if oldTop == nil {
-		return body
+		return body, nil
 	}
 	edited, err := yamledit.Splice(old, oldTop, desiredText, top)
 	if err != nil {
-		return body
+		return body, nil
 	}
 	if bytes.Equal(edited, body) {
-		return body
+		return body, nil
 	}
 	ws.parses++
 	editedTop, err := yamledit.Decode(edited)
 	if err != nil || editedTop == nil || !yamledit.Same(editedTop, top) {
-		return body
+		return body, nil
 	}
-	return edited
+	return edited, editedTop
 }
 
 // checkNewDocument validates an upsert's YAML: one document, a Kubernetes
@@ -182,8 +204,11 @@ func (ws *workspace) checkNewDocument(w write, body []byte, target string) (*yam
 	if sections := yamledit.Sections(body); len(sections) != 1 || sections[0].Marker != yamledit.NoMarker {
 		return refuse(RefusalInvalidDocument, "the YAML must be one document without '---' markers")
 	}
-	ws.parses++
-	top, err := yamledit.Decode(body)
+	top, err := w.node, error(nil)
+	if top == nil {
+		ws.parses++
+		top, err = yamledit.Decode(body)
+	}
 	if err != nil {
 		return refuse(RefusalInvalidDocument, "%v", err)
 	}
@@ -223,12 +248,17 @@ func (ws *workspace) place(w write) *Refusal {
 	if refusal != nil {
 		return refusal
 	}
+	canonical, tree := w.rendered, (*yaml.Node)(nil)
 	if source == PlacementKustomization && ws.rootSetsNamespace(w) {
 		// Written the way the documents beside it are: the root's
 		// kustomization sets the namespace.
-		edited := ws.editedBody(body, top, body, nil, withoutNamespace(top))
-		body, doc = edited, writtenDocument(doc, !bytes.Equal(edited, body))
+		top = ws.parsedDesired(w, body, top)
+		edited, editedTree := ws.editedBody(body, top, body, nil, withoutNamespace(top))
+		verbatim := bytes.Equal(edited, body)
+		body, doc, tree = edited, writtenDocument(doc, !verbatim), editedTree
+		canonical = canonical && verbatim
 	}
+	doc = doc.written(canonical, tree)
 	_, createdHere := ws.files[target]
 	if w.sensitive && (ws.ix.Has(target) || createdHere) {
 		return &Refusal{ID: w.id, Path: target, Reason: RefusalSensitiveShared,
@@ -304,25 +334,29 @@ func (ws *workspace) edit(p string) *fileEdit {
 }
 
 // changes renders every touched file and keeps those that differ, with the
-// kustomizations' resources: lists edited to match.
-func (ws *workspace) changes() ([]Change, error) {
-	var changes []Change
+// kustomizations' resources: lists edited to match. parsed holds, by path,
+// the files the plan already holds parsed (see renderParsed).
+func (ws *workspace) changes() (changes []gitfile.Change, parsed map[string]*manifestFile, err error) {
+	parsed = map[string]*manifestFile{}
 	var deleted []string
 	for p, file := range ws.files {
-		content, parsed := file.renderParsed()
+		content, rendered := file.renderParsed()
 		switch {
 		case content == nil && file.original != nil:
-			changes = append(changes, Change{Path: p, Delete: true})
+			changes = append(changes, gitfile.Change{Path: p, Delete: true})
 			deleted = append(deleted, p)
 		case content == nil:
 		case file.original != nil && bytes.Equal(content, file.original.content):
 		default:
-			changes = append(changes, Change{Path: p, Content: content, parsed: parsed})
+			changes = append(changes, gitfile.Change{Path: p, Content: content})
+			if rendered != nil {
+				parsed[p] = rendered
+			}
 		}
 	}
 	kustomizations, err := ws.kustomizationChanges(deleted)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return append(changes, kustomizations...), nil
+	return append(changes, kustomizations...), parsed, nil
 }

@@ -10,6 +10,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	kustomize "sigs.k8s.io/kustomize/api/types"
 
+	"github.com/configbutler/gitops-reverser/gitfile"
 	"github.com/configbutler/gitops-reverser/internal/manifest/kustomization"
 	"github.com/configbutler/gitops-reverser/internal/manifest/yamledit"
 )
@@ -228,7 +229,7 @@ func containers(top *yaml.Node) map[string]*yaml.Node {
 // kustomizationChanges edits the resources: lists of the kustomizations the
 // plan placed files beside or deleted files under, keeping every comment
 // and the rest of the file as it is.
-func (ws *workspace) kustomizationChanges(deleted []string) ([]Change, error) {
+func (ws *workspace) kustomizationChanges(deleted []string) ([]gitfile.Change, error) {
 	for _, file := range deleted {
 		for p := range ws.ix.kustomizations {
 			if entry, below := kustomization.ResourceEntry(p, file); below {
@@ -236,7 +237,7 @@ func (ws *workspace) kustomizationChanges(deleted []string) ([]Change, error) {
 			}
 		}
 	}
-	var changes []Change
+	var changes []gitfile.Change
 	for p, edit := range ws.resources {
 		content := ws.ix.others[p]
 		edited, err := kustomization.EditFile(content, edit)
@@ -244,7 +245,7 @@ func (ws *workspace) kustomizationChanges(deleted []string) ([]Change, error) {
 			return nil, fmt.Errorf("edit the resources of %s: %w", p, err)
 		}
 		if !bytes.Equal(edited, content) {
-			changes = append(changes, Change{Path: p, Content: edited})
+			changes = append(changes, gitfile.Change{Path: p, Content: edited})
 		}
 	}
 	return changes, nil

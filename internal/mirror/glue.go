@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
@@ -101,7 +102,10 @@ func (g *streamGlue) caughtUp(ctx context.Context) error {
 
 // replayed forwards an object a replay reported, as the committer's.
 func (g *streamGlue) replayed(ctx context.Context, ev watch.Event) error {
-	id, content, ok := g.render(ev)
+	// The tree is left behind: a replay queues every object of the scope,
+	// mostly unchanged, and a tree weighs about six times its YAML; the few
+	// that changed are parsed once by the planner.
+	id, content, _, ok := g.render(ev)
 	if !ok {
 		return nil
 	}
@@ -113,24 +117,24 @@ func (g *streamGlue) replayed(ctx context.Context, ev watch.Event) error {
 // render is an upserted object's sanitized YAML, unless it is not written:
 // controller-owned, an operation the rule does not follow, one of the
 // operator's Secrets, or refused.
-func (g *streamGlue) render(ev watch.Event) (manifest.ObjectID, []byte, bool) {
+func (g *streamGlue) render(ev watch.Event) (manifest.ObjectID, []byte, *yaml.Node, bool) {
 	obj := ev.Object
 	if discovery.IsControllerOwned(obj) || (!ev.Replay && !g.follows(ev.Type)) ||
 		g.target.isOperatorSecret(g.claim.GVR, obj.GetNamespace(), obj.GetName()) {
-		return manifest.ObjectID{}, nil, false
+		return manifest.ObjectID{}, nil, nil, false
 	}
 	id := g.objectID(obj)
 	if g.claim.Sensitive && !g.target.sensitiveWritable() {
 		g.target.refuse(v1alpha3.ReasonEncryptionRequired, id)
-		return id, nil, false
+		return id, nil, nil, false
 	}
-	content, err := sanitize.Render(obj)
+	content, node, err := sanitize.RenderNode(obj)
 	if err != nil {
 		g.target.refuse(v1alpha3.ReasonMarshalFailed, id)
 		g.target.log.Error(err, "cannot render an object as YAML; it is not written", "object", id.String())
-		return id, nil, false
+		return id, nil, nil, false
 	}
-	return id, content, true
+	return id, content, node, true
 }
 
 // synced hands the replay's sweep to the worker. A sensitive type that

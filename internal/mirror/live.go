@@ -34,7 +34,7 @@ func (g *streamGlue) prepare(ctx context.Context, ev watch.Event) any {
 	ctx = g.seenCtx(ctx, ev)
 	switch ev.Kind {
 	case watch.Upsert:
-		id, content, ok := g.render(ev)
+		id, content, node, ok := g.render(ev)
 		if !ok {
 			return nil
 		}
@@ -43,7 +43,7 @@ func (g *streamGlue) prepare(ctx context.Context, ev watch.Event) any {
 			return nil
 		}
 		return &liveWrite{kind: "upsert", author: g.target.attribution.authorOf(ctx, g.claim, ev, digest),
-			write: branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive, Received: ev.Received, CatchUp: ev.CatchUp,
+			write: branch.Write{ID: id, YAML: content, Node: node, Sensitive: g.claim.Sensitive, Received: ev.Received, CatchUp: ev.CatchUp,
 				ChangedWith: attribution.ChangedWith(ev.Object.GetManagedFields())},
 			digest: digest}
 	case watch.Delete:

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -11,6 +13,13 @@ import (
 // of its desired-state projection.
 func Render(obj *unstructured.Unstructured) ([]byte, error) {
 	return Marshal(Sanitize(obj))
+}
+
+// RenderNode is Render plus the tree the bytes were encoded from
+// (MarshalNode): the write path hands it to the planner, which then parses
+// nothing of what was just rendered.
+func RenderNode(obj *unstructured.Unstructured) ([]byte, *yaml.Node, error) {
+	return MarshalNode(Sanitize(obj))
 }
 
 // ContentDigest is the hex SHA-256 of rendered content. It is the one

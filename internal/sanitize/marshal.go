@@ -62,24 +62,34 @@ const unranked = math.MaxInt
 // documentation for the exact layout). The same object always yields the
 // same bytes. It does not sanitize: pass it the result of Sanitize.
 func Marshal(obj *unstructured.Unstructured) ([]byte, error) {
+	content, _, err := MarshalNode(obj)
+	return content, err
+}
+
+// MarshalNode is Marshal plus the tree the bytes were encoded from: the
+// mapping node a YAML parser would return for them (the same kinds, tags
+// and values, without line and column), so that a consumer which needs the
+// tree does not parse back what was just rendered. The node is shared with
+// no one; the encoder does not modify it.
+func MarshalNode(obj *unstructured.Unstructured) ([]byte, *yaml.Node, error) {
 	if obj == nil || obj.Object == nil {
-		return nil, errors.New("marshal object: object is nil")
+		return nil, nil, errors.New("marshal object: object is nil")
 	}
 	root, err := mappingNode(obj.Object, topLevelRank, "")
 	if err != nil {
-		return nil, fmt.Errorf("marshal %s: %w", IdentityOf(obj), err)
+		return nil, nil, fmt.Errorf("marshal %s: %w", IdentityOf(obj), err)
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	enc.CompactSeqIndent()
 	if err := enc.Encode(root); err != nil {
-		return nil, fmt.Errorf("marshal %s: encode yaml: %w", IdentityOf(obj), err)
+		return nil, nil, fmt.Errorf("marshal %s: encode yaml: %w", IdentityOf(obj), err)
 	}
 	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("marshal %s: flush yaml: %w", IdentityOf(obj), err)
+		return nil, nil, fmt.Errorf("marshal %s: flush yaml: %w", IdentityOf(obj), err)
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), root, nil
 }
 
 // mappingNode renders m with its keys ordered by rank, then alphabetically.

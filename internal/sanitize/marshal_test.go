@@ -234,3 +234,47 @@ func BenchmarkSanitizeAndMarshalConfigMap(b *testing.B) {
 		})
 	}
 }
+
+// TestMarshalNodeIsTheTreeOfItsBytes: the tree MarshalNode returns is what a
+// parser reads from its bytes, kind, tag and value, node for node, so the
+// planner may use it instead of parsing them; and encoding leaves it as it
+// was built.
+func TestMarshalNodeIsTheTreeOfItsBytes(t *testing.T) {
+	obj := configMap()
+	obj.Object["data"] = map[string]interface{}{
+		"glob": "*.example.com", "json": `{"a": 1}`, "colon": "a: b", "comment": "x #y", "lead": " space",
+		"trail": "line one \nline two", "tab": "a\tb", "empty": "", "on": "on", "time": "12:30", "unicode": "é ✓",
+		"multi": "a\nb\n", "dash": "- item", "null-text": "null", "version": "1.2.3",
+	}
+	obj.Object["spec"] = map[string]interface{}{
+		"replicas": int64(3), "ratio": 0.5, "whole": float64(2), "paused": false, "nothing": nil,
+		"list":  []interface{}{"a", int64(1), map[string]interface{}{"k": "v"}, []interface{}{}},
+		"empty": map[string]interface{}{}, "?odd key": "v", strings.Repeat("k", 130): "long key",
+	}
+
+	content, node, err := sanitize.MarshalNode(obj)
+
+	require.NoError(t, err)
+	var doc yaml.Node
+	require.NoError(t, yaml.Unmarshal(content, &doc))
+	requireSameTree(t, doc.Content[0], node, "")
+	again, err := sanitize.Marshal(obj)
+	require.NoError(t, err)
+	require.Equal(t, string(again), string(content))
+	reencoded, err := yaml.Marshal(node)
+	require.NoError(t, err)
+	var redoc yaml.Node
+	require.NoError(t, yaml.Unmarshal(reencoded, &redoc))
+	requireSameTree(t, doc.Content[0], redoc.Content[0], "")
+}
+
+func requireSameTree(t *testing.T, parsed, built *yaml.Node, at string) {
+	t.Helper()
+	require.Equal(t, parsed.Kind, built.Kind, "kind at %q", at)
+	require.Equal(t, parsed.ShortTag(), built.ShortTag(), "tag at %q", at)
+	require.Equal(t, parsed.Value, built.Value, "value at %q", at)
+	require.Len(t, built.Content, len(parsed.Content), "children at %q", at)
+	for i := range parsed.Content {
+		requireSameTree(t, parsed.Content[i], built.Content[i], at+"/"+parsed.Content[i-i%2].Value)
+	}
+}

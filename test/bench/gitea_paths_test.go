@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/forges/gogit"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 // commitPathSizes are the commit sizes BenchmarkGiteaCommitPaths times,
@@ -52,7 +54,8 @@ func timeCommitPaths(b *testing.B, repoFiles int) {
 
 	head, err := push.Head(ctx, "main")
 	require.NoError(b, err)
-	head = commitFiles(b, push, head, repoFiles, "seed")
+	blobs := map[string]string{} // what each measured path holds at head, as the branch worker knows it
+	head = commitFiles(b, push, head, repoFiles, "seed", blobs)
 	r := newReporter(b, fmt.Sprintf("Gitea commit paths, %d-file repository", repoFiles), forgeGitea)
 	for _, n := range commitPathSizes[repoFiles] {
 		repeats := 1
@@ -62,13 +65,13 @@ func timeCommitPaths(b *testing.B, repoFiles int) {
 		var viaAPI, fetchPush, heldPush []time.Duration
 		for i := range repeats {
 			var took time.Duration
-			head, took = timedCommit(b, api, head, n, fmt.Sprintf("api-%d-%d", n, i))
+			head, took = timedCommit(b, api, head, n, fmt.Sprintf("api-%d-%d", n, i), blobs)
 			viaAPI = append(viaAPI, took)
 			// The push client last saw its own commit, not the API's: this
 			// push fetches the head's snapshot first.
-			head, took = timedCommit(b, push, head, n, fmt.Sprintf("fetch-push-%d-%d", n, i))
+			head, took = timedCommit(b, push, head, n, fmt.Sprintf("fetch-push-%d-%d", n, i), blobs)
 			fetchPush = append(fetchPush, took)
-			head, took = timedCommit(b, push, head, n, fmt.Sprintf("push-%d-%d", n, i))
+			head, took = timedCommit(b, push, head, n, fmt.Sprintf("push-%d-%d", n, i), blobs)
 			heldPush = append(heldPush, took)
 		}
 		r.info(fmt.Sprintf("%4d files: contents API", n), seconds(percentile(viaAPI, 50)), "s")
@@ -79,24 +82,27 @@ func timeCommitPaths(b *testing.B, repoFiles int) {
 
 // timedCommit commits n changed files on head and returns the new head
 // and how long the commit took.
-func timedCommit(b *testing.B, f forges.Forge, head string, n int, value string) (string, time.Duration) {
+func timedCommit(b *testing.B, f forges.Forge, head string, n int, value string, blobs map[string]string) (string, time.Duration) {
 	b.Helper()
 	start := time.Now()
-	next := commitFiles(b, f, head, n, value)
+	next := commitFiles(b, f, head, n, value, blobs)
 	return next, time.Since(start)
 }
 
-// commitFiles writes files 0..n-1 of the measured directory with value.
-func commitFiles(b *testing.B, f forges.Forge, head string, n int, value string) string {
+// commitFiles writes files 0..n-1 of the measured directory with value,
+// each on the blob blobs says it holds at head, and brings blobs forward.
+func commitFiles(b *testing.B, f forges.Forge, head string, n int, value string, blobs map[string]string) string {
 	b.Helper()
-	changes := make([]forges.FileChange, n)
+	changes := make([]gitfile.Change, n)
 	for i := range changes {
-		changes[i] = forges.FileChange{Path: fmt.Sprintf("clusters/paths/configmaps/cm-%04d.yaml", i),
+		path := fmt.Sprintf("clusters/paths/configmaps/cm-%04d.yaml", i)
+		changes[i] = gitfile.Change{Path: path, BaseBlob: blobs[path],
 			Content: fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%04d\ndata:\n  key-0: %s\n", i, value)}
 	}
 	author := forges.Signature{Name: "Benchmark", Email: "bench@example.invalid", When: time.Now()}
 	res, err := f.Commit(context.Background(), forges.CommitRequest{Branch: "main", ExpectedHead: head, Message: value,
 		Author: author, Committer: author, Changes: changes})
 	require.NoError(b, err, "commit %s", value)
+	maps.Copy(blobs, res.Blobs)
 	return res.Commit
 }

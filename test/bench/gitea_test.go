@@ -15,6 +15,7 @@ import (
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/forges/gitea"
 	"github.com/configbutler/gitops-reverser/forges/gogit"
+	"github.com/configbutler/gitops-reverser/gitfile"
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
@@ -67,7 +68,7 @@ func (g *benchGitea) warmUp() error {
 	}
 	author := forges.Signature{Name: "Benchmark", Email: "bench@example.invalid", When: time.Now()}
 	_, err = forge.Commit(ctx, forges.CommitRequest{Branch: "main", ExpectedHead: head, Message: "warm up",
-		Author: author, Committer: author, Changes: []forges.FileChange{{Path: "warm.yaml", Content: []byte("warm: up\n")}}})
+		Author: author, Committer: author, Changes: []gitfile.Change{{Path: "warm.yaml", Content: []byte("warm: up\n")}}})
 	if err != nil {
 		return fmt.Errorf("warming gitea up: %w", err)
 	}

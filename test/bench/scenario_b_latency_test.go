@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
 )
 
 const (
@@ -169,18 +170,20 @@ func measureRemoteCommit(ctx context.Context, r reporter, e *benchEnv, fk forgeK
 	author := forges.Signature{Name: "Benchmark", Email: "bench@example.invalid"}
 	durations := make([]time.Duration, 0, commits)
 	head := p.head
+	const probePath = "clusters/probe/configmaps/probe.yaml"
+	base := "" // the probe's file is new to the repository; then each commit's own blob
 	for i := range commits {
 		start := time.Now()
 		res, err := p.forge.Commit(ctx, forges.CommitRequest{
 			Branch: "main", ExpectedHead: head, Message: fmt.Sprintf("probe %d", i), Author: author, Committer: author,
-			Changes: []forges.FileChange{{Path: "clusters/probe/configmaps/probe.yaml",
+			Changes: []gitfile.Change{{Path: probePath, BaseBlob: base,
 				Content: fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\ndata:\n  key-0: edit-%d\n", i)}},
 		})
 		if err != nil {
 			return 0, fmt.Errorf("commit %d of the commit probe: %w", i, err)
 		}
 		durations = append(durations, time.Since(start))
-		head = res.Commit
+		head, base = res.Commit, res.Blobs[probePath]
 	}
 	for op, took := range timed.medians() {
 		r.info("probe "+op+" (p50)", milliseconds(took), "ms")
