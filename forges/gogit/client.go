@@ -8,7 +8,9 @@
 // created, so the worker's first read costs one depth-1 fetch and a commit
 // on top of the worker's own previous commit fetches nothing. Older
 // snapshots are dropped as new ones arrive, so memory follows the size of
-// one checkout, not of the history.
+// one checkout, not of the history; and once the worker holds the files
+// it read or pushed, it lets the blobs go (ReleaseBlobs), as the next
+// commit needs only the trees.
 //
 // Commits are built object by object in that store and pushed with a
 // compare-and-swap on the branch: the push names the commit the branch must
@@ -32,6 +34,7 @@ var (
 	_ forges.Forge           = (*Client)(nil)
 	_ forges.Prober          = (*Client)(nil)
 	_ forges.DefaultBrancher = (*Client)(nil)
+	_ forges.BlobReleaser    = (*Client)(nil)
 )
 
 // Options configures a Client.
@@ -85,8 +88,8 @@ type Client struct {
 	// objects is the in-memory object store; compact replaces it.
 	objects *memory.Storage
 	// snapshots are the commits whose objects the store keeps, by the
-	// remote ref they were fetched from or pushed to.
-	snapshots map[plumbing.ReferenceName]plumbing.Hash
+	// private ref they were fetched into or pushed from.
+	snapshots map[plumbing.ReferenceName]snapshot
 	// advertised is the last ls-remote answer, used to pick the ref that
 	// brings a wanted commit in a fetch.
 	advertised map[plumbing.ReferenceName]plumbing.Hash
@@ -118,7 +121,7 @@ func New(opts Options) (*Client, error) {
 		url:        opts.URL,
 		auth:       auth,
 		objects:    memory.NewStorage(),
-		snapshots:  map[plumbing.ReferenceName]plumbing.Hash{},
+		snapshots:  map[plumbing.ReferenceName]snapshot{},
 		advertised: map[plumbing.ReferenceName]plumbing.Hash{},
 	}, nil
 }

@@ -51,6 +51,8 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 	if parent.IsZero() {
 		parent = base
 	}
+	// start is the commit the chain builds on.
+	start := parent
 	tree, err := c.parentTree(ctx, branch, parent, !expected.IsZero())
 	if err != nil {
 		return nil, classify(op, err)
@@ -79,7 +81,9 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 	if err := c.push(ctx, branch, expected, parent, objects); err != nil {
 		return nil, classify(op, err)
 	}
-	c.keepSnapshot(privateRef(branch), parent)
+	// On a snapshot whose blobs were released the new one keeps its trees
+	// only, as the worker holds what it wrote.
+	c.keepSnapshot(privateRef(branch), parent, c.keepsBlobsOf(start))
 	return results, nil
 }
 

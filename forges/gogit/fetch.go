@@ -161,7 +161,7 @@ func (c *Client) fetchInto(ctx context.Context, spec config.RefSpec, local plumb
 	if err != nil {
 		return fmt.Errorf("reading %s after fetching it: %w", local, err)
 	}
-	c.keepSnapshot(local, fetched.Hash())
+	c.keepSnapshot(local, fetched.Hash(), true)
 	return nil
 }
 

@@ -54,9 +54,10 @@ func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.Tree
 }
 
 // Blob returns the content of a blob of a snapshot the Client holds: one
-// it fetched (through Tree or Commit) or created. Plain Git cannot fetch a
-// single blob, so any other blob is not found.
-func (c *Client) Blob(_ context.Context, id string) ([]byte, error) {
+// it fetched (through Tree or Commit) or created. A snapshot whose blobs
+// were dropped (after a push, or ReleaseBlobs) is fetched again. Plain Git
+// cannot fetch a single blob, so any other blob is not found.
+func (c *Client) Blob(ctx context.Context, id string) ([]byte, error) {
 	op := "read blob " + id
 	hash, err := parseObjectID(id)
 	if err != nil {
@@ -64,7 +65,16 @@ func (c *Client) Blob(_ context.Context, id string) ([]byte, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	blob, err := c.objects.EncodedObject(plumbing.BlobObject, hash)
+	content, err := c.readBlob(hash)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		restored, restoreErr := c.restoreBlobs(ctx)
+		if restoreErr != nil {
+			return nil, classify(op, restoreErr)
+		}
+		if restored {
+			content, err = c.readBlob(hash)
+		}
+	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, forges.Errorf(forges.KindNotFound, op,
 			errors.New("the blob is in no tree this client has read or written"))
@@ -72,16 +82,20 @@ func (c *Client) Blob(_ context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
+	return content, nil
+}
+
+func (c *Client) readBlob(hash plumbing.Hash) ([]byte, error) {
+	blob, err := c.objects.EncodedObject(plumbing.BlobObject, hash)
+	if err != nil {
+		return nil, err
+	}
 	reader, err := blob.Reader()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
+		return nil, err
 	}
 	defer reader.Close()
-	content, err := io.ReadAll(reader)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	return content, nil
+	return io.ReadAll(reader)
 }
 
 // descend walks from root to the directory dir, one path segment at a

@@ -69,6 +69,7 @@ func (w *Worker) commitChain(ctx context.Context, run []*window) []WindowResult 
 		return nil
 	}
 	w.state.chainLanded(plans, results)
+	w.state.releaseBlobs()
 	perCommit := (w.requests() - requestsBefore) / int64(len(results))
 	out := make([]WindowResult, 0, len(run))
 	next := 0

@@ -3,6 +3,7 @@ package branch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -328,12 +329,13 @@ func (c *Core) pendingWindow(seq uint64) *window {
 	return nil
 }
 
+// removePending drops win from pending. slices.Delete clears the slot it
+// frees: append(pending[:i], pending[i+1:]...) left the last one pointing
+// at a committed window, whose writes (a whole replay's rendered YAML) then
+// lived until another window took its place.
 func (c *Core) removePending(win *window) {
-	for i, p := range c.pending {
-		if p == win {
-			c.pending = append(c.pending[:i], c.pending[i+1:]...)
-			return
-		}
+	if i := slices.Index(c.pending, win); i >= 0 {
+		c.pending = slices.Delete(c.pending, i, i+1)
 	}
 }
 

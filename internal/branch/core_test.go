@@ -430,3 +430,19 @@ func TestCoreARequestedWindowIsNeverMergedWithAnother(t *testing.T) {
 		{time.Second, 0, committed(1), []string{"went through mirror", "commit mirror/Alice:two,three", "schedule +1h0m1s"}},
 	})
 }
+
+// A committed window leaves nothing of itself behind: the slot pending
+// freed no longer points at it, so its writes (a whole replay's YAML) are
+// garbage once the commit lands.
+func TestCoreACommittedWindowIsNotKeptInPendingsSpareCapacity(t *testing.T) {
+	c := testCore(nil)
+	runCore(t, c, []coreStep{
+		{0, 0, wrote(alice, "one"), []string{"schedule +5s"}},
+		{time.Second, 0, wrote(bob, "two"), []string{"commit mirror/Alice:one", "schedule +6s"}},
+		{time.Second, 0, committed(0), []string{"went through mirror", "schedule +6s"}},
+	})
+	require.Empty(t, c.pending)
+	for _, held := range c.pending[:cap(c.pending)][len(c.pending):] {
+		require.Nil(t, held, "a committed window is still referenced")
+	}
+}

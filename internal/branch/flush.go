@@ -66,6 +66,7 @@ func (w *Worker) commitOnce(ctx context.Context, win *window) (WindowResult, err
 		return out, err
 	}
 	w.state.committed(res, plan)
+	w.state.releaseBlobs()
 	w.recordCommit(win, plan, res, start, w.requests()-requestsBefore)
 	out.Committed, out.Commit = true, res.Commit
 	return out, nil

@@ -170,7 +170,18 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.tip(), err)
 	}
 	ts.index, ts.blobIDs, ts.at = ix, ids, s.tip()
+	s.releaseBlobs()
 	return nil
+}
+
+// releaseBlobs tells a forge that keeps the blobs it fetched or pushed in
+// memory (forges.BlobReleaser) that the worker holds the files now, in its
+// indexes and blob cache: otherwise every mirrored file stayed in memory
+// twice, once here and once in the forge's object store.
+func (s *branchState) releaseBlobs() {
+	if releaser, ok := s.forge.(forges.BlobReleaser); ok {
+		releaser.ReleaseBlobs()
+	}
 }
 
 // readSubtree reads the files under root at the tip, and their blob ids.
@@ -185,14 +196,24 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (files map[s
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
 	}
+	// The expected contents serve this read only: the ones the tree has
+	// join the blob cache (the same bytes the index then holds), the rest
+	// are dropped with the read, so a cold start into an empty repository
+	// keeps no second copy of every file it writes.
+	seeds := make(map[string][]byte, len(s.expected))
 	for _, c := range s.expected {
-		s.blobs.put(gitfile.BlobID(c, tip), c)
+		seeds[gitfile.BlobID(c, tip)] = c
 	}
 	var missing []forges.TreeEntry
 	for _, e := range entries {
 		ids[e.Path] = e.BlobID
 		if !isYAML(e.Path) {
 			files[e.Path] = nil
+			continue
+		}
+		if content, ok := seeds[e.BlobID]; ok {
+			s.blobs.put(e.BlobID, content)
+			files[e.Path] = content
 			continue
 		}
 		if content, ok := s.blobs.get(e.BlobID); ok {

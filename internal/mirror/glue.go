@@ -59,7 +59,7 @@ func (g *streamGlue) handle(ctx context.Context, ev watch.Event) error {
 	ctx = g.seenCtx(ctx, ev)
 	switch ev.Kind {
 	case watch.ReplayStart:
-		g.present = g.present[:0]
+		g.present = nil
 		g.emitted.reset()
 		g.target.markStream(g.claim, func(r *running) { r.synced, r.catchingUp = false, false })
 	case watch.Upsert:
@@ -145,9 +145,11 @@ func (g *streamGlue) synced(ctx context.Context, reported []watch.ObjectKey) err
 	g.target.observer.ReplayEnded(g.target.Key, scope, reported)
 	var sweep *branch.Sweep
 	if !g.claim.Sensitive || g.target.sensitiveWritable() {
-		sweep = &branch.Sweep{Scope: scope, Present: slices.Clone(g.present)}
+		// The worker takes the list: a stream keeps no copy of its objects'
+		// identities between replays.
+		sweep = &branch.Sweep{Scope: scope, Present: g.present}
 	}
-	g.present = g.present[:0]
+	g.present = nil
 	streams := g.target.markStream(g.claim, func(r *running) { r.synced, r.catchingUp = true, false })
 	if err := g.target.sink.Sync(ctx, g.target.Key, sweep, streams.settled()); err != nil {
 		// The stream names the resource and namespace when it reports this.

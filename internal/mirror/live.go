@@ -2,6 +2,8 @@ package mirror
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"sync"
 
 	"github.com/configbutler/gitops-reverser/internal/attribution"
@@ -82,26 +84,49 @@ func keyOf(ev watch.Event) watch.ObjectKey {
 // sanitize.ContentDigest: the digest an admission review's fact carries.
 // Lanes of different objects use it at once. A replay starts it afresh
 // (its sweep may remove what it remembers), and a delete forgets the
-// object, so a re-creation with the same content is written again.
+// object, so a re-creation with the same content is written again. The
+// digests are kept as their 32 bytes, not as the 64-character hex string:
+// this is per-object state of every mirrored object.
 type emittedContent struct {
 	mu      sync.Mutex
-	digests map[watch.ObjectKey]string
+	digests map[watch.ObjectKey]digest
+}
+
+type digest [sha256.Size]byte
+
+// parseDigest is the bytes of a hex ContentDigest; false for anything else.
+func parseDigest(d string) (digest, bool) {
+	var out digest
+	if len(d) != hex.EncodedLen(len(out)) {
+		return out, false
+	}
+	_, err := hex.Decode(out[:], []byte(d))
+	return out, err == nil
 }
 
 func (e *emittedContent) holds(key watch.ObjectKey, d string) bool {
+	want, ok := parseDigest(d)
+	if !ok {
+		return false
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	last, ok := e.digests[key]
-	return ok && last == d
+	return ok && last == want
 }
 
 func (e *emittedContent) remember(key watch.ObjectKey, d string) {
+	parsed, ok := parseDigest(d)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.digests == nil {
-		e.digests = map[watch.ObjectKey]string{}
+	if !ok {
+		delete(e.digests, key)
+		return
 	}
-	e.digests[key] = d
+	if e.digests == nil {
+		e.digests = map[watch.ObjectKey]digest{}
+	}
+	e.digests[key] = parsed
 }
 
 func (e *emittedContent) forget(key watch.ObjectKey) {

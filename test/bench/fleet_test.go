@@ -25,14 +25,23 @@ const (
 )
 
 // fleet is the scenarios' population: fleetNamespaces namespaces labeled
-// fleetLabel=name, each with fleetPerNamespace ConfigMaps of fleetKeys keys.
+// fleetLabel=name, each with fleetPerNamespace ConfigMaps of fleetKeys keys
+// (perNamespace of them when set: scenario K's larger fleets).
 type fleet struct {
-	name string
+	name         string
+	perNamespace int
 }
 
-func (f fleet) size() int { return fleetNamespaces * fleetPerNamespace }
+func (f fleet) perNS() int {
+	if f.perNamespace > 0 {
+		return f.perNamespace
+	}
+	return fleetPerNamespace
+}
 
-func (f fleet) namespace(i int) string { return fmt.Sprintf("%s-%02d", f.name, i/fleetPerNamespace) }
+func (f fleet) size() int { return fleetNamespaces * f.perNS() }
+
+func (f fleet) namespace(i int) string { return fmt.Sprintf("%s-%02d", f.name, i/f.perNS()) }
 
 func (f fleet) configMapName(i int) string { return fmt.Sprintf("cm-%04d", i) }
 
@@ -44,7 +53,7 @@ func (f fleet) key(i int) client.ObjectKey {
 func (f fleet) namespaces() []string {
 	out := make([]string, 0, fleetNamespaces)
 	for n := range fleetNamespaces {
-		out = append(out, f.namespace(n*fleetPerNamespace))
+		out = append(out, f.namespace(n*f.perNS()))
 	}
 	return out
 }
@@ -106,9 +115,16 @@ func (f fleet) deleteConfigMap(ctx context.Context, c client.Client, i int) erro
 // are retired when the benchmark ends (after its deferred operator stop).
 func newFleetMirror(b *testing.B, e *benchEnv, base string, opts mirrorOptions) (*mirror, fleet) {
 	b.Helper()
+	return newFleetMirrorOf(b, e, base, 0, opts)
+}
+
+// newFleetMirrorOf is newFleetMirror with perNamespace ConfigMaps in each
+// namespace (zero: fleetPerNamespace).
+func newFleetMirrorOf(b *testing.B, e *benchEnv, base string, perNamespace int, opts mirrorOptions) (*mirror, fleet) {
+	b.Helper()
 	ctx := context.Background()
 	name := uniqueName(base)
-	f := fleet{name: name}
+	f := fleet{name: name, perNamespace: perNamespace}
 	opts.fleet = f.name
 	m, err := newMirror(ctx, e, name, opts)
 	require.NoError(b, err)

@@ -28,7 +28,8 @@ type operatorRun struct {
 	cmd        *exec.Cmd
 	logPath    string
 	metricsURL string
-	// pprofURL and profileDir are set in a profiling build.
+	// pprofURL serves the run's profiles; profileDir is set in a profiling
+	// build, which saves a heap profile at every usage read.
 	pprofURL, profileDir string
 	started              time.Time
 	usageReads           int
@@ -60,16 +61,17 @@ func startOperatorArgs(e *benchEnv, name string, extra ...string) (*operatorRun,
 		"--health-probe-bind-address=0",
 		"--operator-namespace=default",
 	}
-	pprofURL := ""
+	// Both builds serve pprof (the operator's --pprof-bind-address), so a
+	// scenario can read the live heap of the moment it measures.
+	pprofPort, err := harness.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	pprofURL := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort)
+	args = append(args, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
 	if e.profileDir != "" {
-		pprofPort, err := harness.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort)
 		args = append(args, "--cpuprofile="+filepath.Join(e.profileDir, name+"-cpu.pprof"),
-			"--heapprofile="+filepath.Join(e.profileDir, name+"-heap-at-exit.pprof"),
-			fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
+			"--heapprofile="+filepath.Join(e.profileDir, name+"-heap-at-exit.pprof"))
 	}
 	logPath := filepath.Join(e.dir, "operator-"+name+".log")
 	logFile, err := os.Create(logPath)
@@ -118,7 +120,7 @@ func (o *operatorRun) usage() (usage, error) {
 	if err != nil {
 		return usage{}, err
 	}
-	if o.pprofURL != "" {
+	if o.profileDir != "" {
 		o.usageReads++
 		path := filepath.Join(o.profileDir, fmt.Sprintf("%s-heap-%d.pprof", o.name, o.usageReads))
 		if err := o.saveHeapProfile(path); err != nil {

@@ -1,0 +1,70 @@
+package branch
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/require"
+
+	"github.com/configbutler/gitops-reverser/forges"
+)
+
+// treeForge is a branch holding files, read through Tree and Blob only;
+// released counts ReleaseBlobs.
+type treeForge struct {
+	forges.Forge
+	files    map[string][]byte
+	reads    int
+	released int
+}
+
+func (f *treeForge) Head(context.Context, string) (string, error) {
+	return "0123456789012345678901234567890123456789", nil
+}
+
+func (f *treeForge) Tree(context.Context, string, string) ([]forges.TreeEntry, error) {
+	var out []forges.TreeEntry
+	for p, c := range f.files {
+		out = append(out, forges.TreeEntry{Path: p, BlobID: blobID(c), Mode: forges.ModeRegular})
+	}
+	return out, nil
+}
+
+func (f *treeForge) Blob(_ context.Context, id string) ([]byte, error) {
+	f.reads++
+	for _, c := range f.files {
+		if blobID(c) == id {
+			return c, nil
+		}
+	}
+	return nil, forges.ErrNotFound
+}
+
+func (f *treeForge) ReleaseBlobs() { f.released++ }
+
+func blobID(c []byte) string { return plumbing.ComputeHash(plumbing.BlobObject, c).String() }
+
+// The contents the worker is about to write serve the one index load that
+// follows: the ones Git has are not read and stay cached beside the index,
+// the others are dropped with the load; then the forge may let its blobs go.
+func TestSeedsServeOneIndexLoadAndOnlyWhatGitHasIsCached(t *testing.T) {
+	same, changed, fresh := []byte("a: 1\n"), []byte("b: 2\n"), []byte("c: 3\n")
+	forge := &treeForge{files: map[string][]byte{"mirror/a.yaml": same, "mirror/b.yaml": []byte("b: 1\n")}}
+	s := newBranchState(forge, "main")
+	key := TargetKey{Namespace: "team", Name: "mirror"}
+	s.setTarget(Target{Key: key, Path: "mirror"})
+
+	s.expect([][]byte{same, changed, fresh})
+	require.NoError(t, s.ensureLoaded(context.Background(), key))
+
+	require.Equal(t, 1, forge.reads, "only the file that differs is read")
+	require.Nil(t, s.expected)
+	_, cached := s.blobs.get(blobID(same))
+	require.True(t, cached)
+	for _, c := range [][]byte{changed, fresh} {
+		_, cached := s.blobs.get(blobID(c))
+		require.False(t, cached, "a seed Git does not have is not kept")
+	}
+	require.Equal(t, 1, forge.released)
+}
