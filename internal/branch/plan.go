@@ -33,11 +33,9 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 	ix := ts.index
 	var ops []manifest.Op
 	swept := map[manifest.ObjectID]bool{}
-	for _, sw := range win.sweeps {
-		for _, d := range manifest.Sweep(ix, sw.Scope, sw.Present) {
-			ops = append(ops, d)
-			swept[identity(d.ID)] = true
-		}
+	for _, d := range manifest.SweepAll(ix, win.sweeps) {
+		ops = append(ops, d)
+		swept[identity(d.ID)] = true
 	}
 	var refusals []manifest.Refusal
 	for _, wr := range win.orderedWrites() {

@@ -90,11 +90,10 @@ type Write struct {
 }
 
 // Sweep is a replay's mark-and-sweep for one type in one scope: managed
-// documents of that type (and namespace) not in Present are deleted.
-type Sweep struct {
-	Scope   manifest.SweepScope
-	Present []manifest.ObjectID
-}
+// documents of that type (and namespace) not in Present are deleted. It is
+// the planner's own description, which plans a window's sweeps in one pass
+// (manifest.SweepAll).
+type Sweep = manifest.ScopeSweep
 
 // Target is what a worker needs to know of a GitTarget.
 type Target struct {

@@ -64,3 +64,39 @@ func TestSweepDeletesPlanLikeAnyOtherBatch(t *testing.T) {
 
 	require.Equal(t, map[string]string{"team-a/configmaps/gone.yaml": "<deleted>"}, contents(result))
 }
+
+// TestSweepAllIsEachSweepInTurn: one pass over the index for many scopes
+// deletes what sweeping each scope on its own would, and a scope swept
+// twice deletes what either sweep did not find.
+func TestSweepAllIsEachSweepInTurn(t *testing.T) {
+	ix := sweepIndex(t)
+	teamA := manifest.SweepScope{Kind: "ConfigMap", Namespace: "team-a"}
+	teamB := manifest.SweepScope{Kind: "ConfigMap", Namespace: "team-b"}
+	deployments := manifest.SweepScope{Group: "apps", Kind: "Deployment", Namespace: "team-a"}
+	sweeps := []manifest.ScopeSweep{
+		{Scope: teamA, Present: []manifest.ObjectID{configMapID("team-a", "keep"), configMapID("team-a", "gone")}},
+		{Scope: teamB},
+		{Scope: deployments, Present: []manifest.ObjectID{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "team-a", Name: "gone"}}},
+		{Scope: teamA, Present: []manifest.ObjectID{configMapID("team-a", "keep")}},
+	}
+	var each []manifest.Delete
+	for _, sw := range sweeps {
+		for _, d := range manifest.Sweep(ix, sw.Scope, sw.Present) {
+			if !containsDelete(each, d) {
+				each = append(each, d)
+			}
+		}
+	}
+	all := manifest.SweepAll(ix, sweeps)
+	require.ElementsMatch(t, each, all)
+	require.Len(t, all, 2, "team-a/gone (the second sweep of team-a did not find it) and team-b/gone")
+}
+
+func containsDelete(ds []manifest.Delete, d manifest.Delete) bool {
+	for _, x := range ds {
+		if x.ID == d.ID {
+			return true
+		}
+	}
+	return false
+}
