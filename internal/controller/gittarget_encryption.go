@@ -68,8 +68,7 @@ func (r *GitTargetReconciler) encryption(ctx context.Context, run *targetRun) er
 	generated := false
 	var missing *engine.KeyError
 	if errors.As(err, &missing) && missing.Missing && age.GenerateWhenMissing {
-		if err = r.generateAgeKey(ctx, t, age.SecretRef.Name); err == nil {
-			generated = true
+		if generated, err = r.generateAgeKey(ctx, t, age.SecretRef.Name); err == nil {
 			settings, err = r.Engine.PrepareEncryption(ctx, engine.EncryptionSpec{Key: spec.Key, Namespace: t.Namespace, Age: age})
 		}
 	}
@@ -107,12 +106,9 @@ func keySource(age v1alpha3.AgeEncryption, generated bool) string {
 // (generateWhenMissing) and the engine found none. Writing it is this
 // controller's job; the engine then builds the encryptor from the Secret
 // as stored. A concurrent writer makes the create or update fail
-// (resourceVersion), and the next reconcile reads what won.
-func (r *GitTargetReconciler) generateAgeKey(ctx context.Context, t *v1alpha3.GitTarget, name string) error {
-	id, _, err := encryption.GenerateIdentity(time.Now())
-	if err != nil {
-		return err
-	}
+// (resourceVersion), and the next reconcile reads what won; one that wrote
+// an identity since the engine looked is kept (generated is false).
+func (r *GitTargetReconciler) generateAgeKey(ctx context.Context, t *v1alpha3.GitTarget, name string) (generated bool, err error) {
 	// The existing entries are kept: read the Secret to update it.
 	secret := &corev1.Secret{}
 	err = r.SecretReader.Get(ctx, ctrl.ObjectKey{Namespace: t.Namespace, Name: name}, secret)
@@ -121,7 +117,16 @@ func (r *GitTargetReconciler) generateAgeKey(ctx context.Context, t *v1alpha3.Gi
 	case apierrors.IsNotFound(err):
 		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: name}}
 	case err != nil:
-		return fmt.Errorf("reading age key Secret %s/%s: %w", t.Namespace, name, err)
+		return false, fmt.Errorf("reading age key Secret %s/%s: %w", t.Namespace, name, err)
+	}
+	for k := range secret.Data {
+		if strings.HasSuffix(k, engine.AgeKeySuffix) {
+			return false, nil
+		}
+	}
+	id, _, err := encryption.GenerateIdentity(time.Now())
+	if err != nil {
+		return false, err
 	}
 	if secret.Data == nil {
 		secret.Data = map[string][]byte{}
@@ -137,13 +142,13 @@ func (r *GitTargetReconciler) generateAgeKey(ctx context.Context, t *v1alpha3.Gi
 		err = r.Client.Create(ctx, secret)
 	}
 	if apierrors.IsForbidden(err) {
-		return &engine.KeyError{Reason: v1alpha3.ReasonEncryptionKeyMissing, Message: fmt.Sprintf(
+		return false, &engine.KeyError{Reason: v1alpha3.ReasonEncryptionKeyMissing, Message: fmt.Sprintf(
 			"generating an age key into Secret %s/%s was refused (%v): grant the operator create and update on secrets (with the chart: rbac.generateEncryptionKeys=true), or create the Secret yourself", t.Namespace, name, err)}
 	}
 	if err != nil {
-		return fmt.Errorf("storing a generated age key in Secret %s/%s: %w", t.Namespace, name, err)
+		return false, fmt.Errorf("storing a generated age key in Secret %s/%s: %w", t.Namespace, name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // sensitiveClaims names the claimed sensitive types, for messages.
