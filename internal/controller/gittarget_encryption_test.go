@@ -16,6 +16,7 @@ import (
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/internal/encryption"
+	"github.com/configbutler/gitops-reverser/internal/engine"
 	"github.com/configbutler/gitops-reverser/internal/kubescheme"
 	"github.com/configbutler/gitops-reverser/internal/rules"
 )
@@ -69,7 +70,7 @@ func TestTheEncryptionStepResolvesKeysAndExplainsItself(t *testing.T) {
 				builder = builder.WithObjects(tt.secret)
 			}
 			c := builder.Build()
-			r := &GitTargetReconciler{Client: c, SecretReader: c}
+			r := &GitTargetReconciler{Client: c, SecretReader: c, Engine: engine.New(engine.Options{Builders: engine.Builders{Secrets: c}})}
 			target := &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "mirror"},
 				Spec: v1alpha3.GitTargetSpec{Encryption: tt.spec}}
 			run := &targetRun{target: target, conds: newTargetConditions(&target.Status.Conditions, 1)}
@@ -85,12 +86,12 @@ func TestTheEncryptionStepResolvesKeysAndExplainsItself(t *testing.T) {
 			require.Contains(t, cond.Message, tt.wantIn)
 			require.NotContains(t, cond.Message, "NOPE", "no identity material in status")
 			require.NotContains(t, cond.Message, identity[strings.Index(identity, "AGE-SECRET-KEY-1"):], "no identity material in status")
-			require.Equal(t, tt.encrypts, run.spec.Encryption != nil)
+			require.Equal(t, tt.encrypts, run.spec.Encryption.Encryptor != nil)
 			if tt.spec != nil && tt.spec.Age.GenerateWhenMissing {
 				var stored corev1.Secret
 				require.NoError(t, c.Get(context.Background(), ctrl.ObjectKey{Namespace: "team", Name: "age"}, &stored))
 				require.True(t, strings.HasPrefix(string(stored.Data["age.agekey"]), "# created: "))
-				require.Equal(t, run.spec.Encryption.Recipients(), recipientsOf(t, string(stored.Data["age.agekey"])))
+				require.Equal(t, run.spec.Encryption.Encryptor.Recipients(), recipientsOf(t, string(stored.Data["age.agekey"])))
 			}
 		})
 	}

@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,19 +42,7 @@ func (r *GitTargetReconciler) cachedSettingsFingerprint(ctx context.Context, gp 
 	return engine.SettingsFingerprint(gp.Generation, credentials, knownHosts, signing), ok
 }
 
-// encryptionVersion names the keys an encryptor was built from: the
-// recipients and key Secret spec.encryption.age lists, and the version of
-// that Secret ("" without one).
-func encryptionVersion(age v1alpha3.AgeEncryption, secretVersion string) string {
-	secret := ""
-	if age.SecretRef != nil {
-		secret = age.SecretRef.Name
-	}
-	return fmt.Sprintf("recipients=%s,secret=%s@%s,generate=%t", strings.Join(age.Recipients, " "), secret, secretVersion,
-		age.GenerateWhenMissing)
-}
-
-// cachedEncryptionVersion is t's encryptionVersion as the metadata cache
+// cachedEncryptionVersion is t's engine.EncryptionFingerprint as the metadata cache
 // knows its key Secret; false when it does not.
 func (r *GitTargetReconciler) cachedEncryptionVersion(ctx context.Context, t *v1alpha3.GitTarget) (string, bool) {
 	age := t.Spec.Encryption.Age
@@ -67,7 +53,7 @@ func (r *GitTargetReconciler) cachedEncryptionVersion(ctx context.Context, t *v1
 			return "", false
 		}
 	}
-	return encryptionVersion(age, version), true
+	return engine.EncryptionFingerprint(age, version), true
 }
 
 // cachedVersion is the resourceVersion of the core object kind

@@ -29,13 +29,10 @@ type TargetSpec struct {
 	// Source is the ClusterProvider name; EnsureSource must have run.
 	Source string
 	Claims []rules.Claim
-	// Encryption encrypts the target's sensitive objects; nil when it
-	// cannot, and they are refused, never written in plaintext.
-	Encryption *encryption.Encryptor
-	// EncryptionVersion names what Encryption was built from (the keys'
-	// spec and the version of their Secret), so a reconcile that finds the
-	// running one built from the same reuses it without reading the Secret.
-	EncryptionVersion string
+	// Encryption encrypts the target's sensitive objects (PrepareEncryption
+	// builds it); without an Encryptor they are refused, never written in
+	// plaintext.
+	Encryption EncryptionSettings
 	// OperatorSecrets are the Secrets of the source that hold the operator's
 	// own credentials and keys; they are never mirrored.
 	OperatorSecrets []types.NamespacedName
@@ -99,7 +96,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		return fmt.Errorf("GitTarget %s: %w", spec.Key, err)
 	}
 	e.keepEncryptor(&spec)
-	if err := worker.SetTarget(runCtx, branch.Target{Key: spec.Key, Path: spec.Path, Encryptor: encryptorOf(spec.Encryption),
+	if err := worker.SetTarget(runCtx, branch.Target{Key: spec.Key, Path: spec.Path, Encryptor: encryptorOf(spec.Encryption.Encryptor),
 		Placement: spec.Placement}); err != nil {
 		return fmt.Errorf("registering GitTarget %s with its branch worker: %w", spec.Key, err)
 	}
@@ -110,7 +107,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	// A resumed target replays, so its catch-up is one commit; a
 	// suspended one stops handing its streams' events to the worker.
 	restart := entry == nil || replaced || resync || entry.worker != worker || entry.source != src || entry.spec.Path != spec.Path ||
-		entry.spec.Encryption != spec.Encryption || !slices.Equal(entry.spec.OperatorSecrets, spec.OperatorSecrets) ||
+		entry.spec.Encryption.Encryptor != spec.Encryption.Encryptor || !slices.Equal(entry.spec.OperatorSecrets, spec.OperatorSecrets) ||
 		entry.spec.Suspended != spec.Suspended
 	var old *mirror.Target
 	if restart {
@@ -144,7 +141,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 			return fmt.Errorf("suspending GitTarget %s in its branch worker: %w", spec.Key, err)
 		}
 	}
-	entry.mirror.SetSensitiveWritable(spec.Encryption != nil)
+	entry.mirror.SetSensitiveWritable(spec.Encryption.Encryptor != nil)
 	entry.mirror.SetOperatorSecrets(spec.OperatorSecrets)
 	entry.mirror.Update(spec.Claims)
 	e.claimsChanged()
@@ -179,7 +176,7 @@ func (e *Engine) cursorsFor(spec TargetSpec, first, resync bool) *mirror.Cursors
 	for i, s := range spec.OperatorSecrets {
 		secrets[i] = s.String()
 	}
-	parts := []string{spec.Path, spec.Worker.String(), spec.Source, spec.Encryption.Fingerprint(), strings.Join(secrets, ",")}
+	parts := []string{spec.Path, spec.Worker.String(), spec.Source, spec.Encryption.Encryptor.Fingerprint(), strings.Join(secrets, ",")}
 	if spec.Suspended {
 		// A suspended target's cursors pass changes Git never got: a run
 		// after the resume must not start from them.
@@ -213,27 +210,16 @@ func (suspendedSink) Write(context.Context, branch.TargetKey, branch.Author, bra
 
 func (suspendedSink) Sync(context.Context, branch.TargetKey, *branch.Sweep, bool) error { return nil }
 
-// RunningEncryption is the encryptor the running target of key writes
-// with and what it was built from (TargetSpec.EncryptionVersion); nil when
-// the target does not run or writes no sensitive object.
-func (e *Engine) RunningEncryption(key branch.TargetKey) (*encryption.Encryptor, string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	entry := e.targets[key]
-	if entry == nil || entry.spec.Encryption == nil {
-		return nil, ""
-	}
-	return entry.spec.Encryption, entry.spec.EncryptionVersion
-}
-
-// keepEncryptor reuses the running encryptor when the keys did not change
-// (the controller builds a new one every reconcile): its cache of encrypted
-// output lives on, and the target is not restarted.
+// keepEncryptor reuses the running encryptor when a new one was built
+// from the same keys (the metadata cache could not vouch for the key
+// Secret's version): its cache of encrypted output lives on, and the
+// target is not restarted. The fingerprint stays the new one, so the next
+// reconcile finds it running.
 func (e *Engine) keepEncryptor(spec *TargetSpec) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if entry := e.targets[spec.Key]; entry != nil && entry.spec.Encryption.Fingerprint() == spec.Encryption.Fingerprint() {
-		spec.Encryption = entry.spec.Encryption
+	if entry := e.targets[spec.Key]; entry != nil && entry.spec.Encryption.Encryptor.Fingerprint() == spec.Encryption.Encryptor.Fingerprint() {
+		spec.Encryption.Encryptor = entry.spec.Encryption.Encryptor
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,7 +38,8 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // nothing it is built from changes, those reconciles read no Secret from
 // the API server and open no forge client (counted at the API server's
 // door and by gitopsreverser_forge_clients_opened_total). A rotated
-// credential is still noticed: the next reconcile opens a new client.
+// credential is still noticed: the next reconcile opens a new client; so
+// is a rotated age key Secret: the engine reads it again.
 func TestAReconcileWithNothingChangedReadsNoSecretAndOpensNoForge(t *testing.T) {
 	kube, git := startMirrorEnv(t)
 	ctx := context.Background()
@@ -51,12 +53,15 @@ func TestAReconcileWithNothingChangedReadsNoSecretAndOpensNoForge(t *testing.T) 
 	target.Spec.Encryption = &v1alpha3.EncryptionSpec{Age: v1alpha3.AgeEncryption{SecretRef: &v1alpha3.LocalObjectReference{Name: "age"}}}
 	require.NoError(t, c.Update(ctx, &target))
 
-	var secretReads atomic.Int64
+	var secretReads, ageReads atomic.Int64
 	cfg := rest.CopyConfig(kube.Config())
 	cfg.WrapTransport = func(next http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if r.Method == http.MethodGet && secretGet.MatchString(r.URL.Path) {
 				secretReads.Add(1)
+				if strings.HasSuffix(r.URL.Path, "/secrets/age") {
+					ageReads.Add(1)
+				}
 			}
 			return next.RoundTrip(r)
 		})
@@ -100,6 +105,15 @@ func TestAReconcileWithNothingChangedReadsNoSecretAndOpensNoForge(t *testing.T) 
 	credentials.Labels = map[string]string{"rotated": "yes"}
 	require.NoError(t, c.Update(ctx, &credentials))
 	run.waitFor(t, "a forge client opened for the rotated credentials", func() bool { return opened() > openedBefore })
+
+	// The engine builds the encryptor from the age key Secret: a new
+	// version of it is read again.
+	var key corev1.Secret
+	require.NoError(t, c.Get(ctx, keyOfTeamA("age"), &key))
+	key.Labels = map[string]string{"rotated": "yes"}
+	agesBefore := ageReads.Load()
+	require.NoError(t, c.Update(ctx, &key))
+	run.waitFor(t, "the rotated age key Secret read", func() bool { return ageReads.Load() > agesBefore })
 }
 
 func keyOfTeamA(name string) types.NamespacedName {
