@@ -132,9 +132,11 @@ func waitIdleCPU(op *operatorRun, timeout time.Duration) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	// The CPU is sampled once per interval: idle is a rate over it.
+	tick := time.NewTicker(idleInterval)
+	defer tick.Stop()
 	for {
-		time.Sleep(idleInterval)
-		now := time.Now()
+		now := <-tick.C
 		cpu, err := readCPUSeconds(op.cmd.Process.Pid)
 		if err != nil {
 			return time.Time{}, err
