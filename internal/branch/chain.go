@@ -167,7 +167,3 @@ func (s *branchState) chainLanded(plans []*windowPlan, results []forges.CommitRe
 		}
 	}
 }
-
-// forget drops what the state knows of the branch: the next commit reads
-// the head again and reloads every index that does not describe it.
-func (s *branchState) forget() { s.known = false }

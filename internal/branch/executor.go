@@ -44,7 +44,7 @@ func (w *Worker) handle(ctx context.Context, msg any) {
 	case settledMsg:
 		w.step(ctx, SettleEvent{ID: w.wait(func(o Outcome) { m.fn(o.Head) }), Target: m.target})
 	case rereadMsg:
-		w.state.known = false
+		w.state.forget()
 	case attachMsg:
 		w.step(ctx, AttachEvent{Request: m.req})
 	case flushMsg:

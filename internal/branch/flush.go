@@ -30,7 +30,7 @@ func (w *Worker) commit(ctx context.Context, a Commit) Event {
 	// Read the branch again before the next try: whatever failed (a moved
 	// head, content a human has since cleaned up) is judged on fresh
 	// state.
-	w.state.known = false
+	w.state.forget()
 	if errors.Is(err, forges.ErrConflict) {
 		w.cfg.Observer.Conflict(w.cfg.Key)
 		return ConflictEvent{Seq: win.seq, Err: err, Jitter: rand.Float64()}

@@ -62,11 +62,9 @@ func (s *branchState) setTarget(t Target) {
 
 func (s *branchState) removeTarget(t TargetKey) { delete(s.targets, t) }
 
-// refresh forgets the head, so the next load reads it again.
-func (s *branchState) refresh(ctx context.Context) error {
-	s.known = false
-	return s.readHead(ctx)
-}
+// forget drops what the state knows of the branch: the next commit reads
+// the head again and reloads every index that does not describe it.
+func (s *branchState) forget() { s.known = false }
 
 func (s *branchState) readHead(ctx context.Context) error {
 	head, err := s.forge.Head(ctx, s.branch)
