@@ -28,10 +28,7 @@ func (ws *workspace) replaceRendered(file *fileEdit, loc location, w write, body
 	}
 	// The rendered tree may call a scalar plain that the encoder quoted, so
 	// it is at most as often Equivalent as the parsed one: a yes is sound.
-	if yamledit.Equivalent(ws.oldTree(loc), w.node) {
-		return true, nil
-	}
-	return false, nil
+	return yamledit.Equivalent(ws.oldTree(loc), w.node), nil
 }
 
 // oldTree is the parsed text of the document at loc: cached on the index's
