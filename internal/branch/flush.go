@@ -106,15 +106,15 @@ func (w *Worker) recordCommit(win *window, plan *windowPlan, res forges.CommitRe
 // expectedFiles is the content of the file each pending write of target
 // would be on its own at its canonical path, as the planner writes it.
 // Sensitive writes are left out: their files hold ciphertext.
-func (w *Worker) expectedFiles(target TargetKey) [][]byte {
-	var out [][]byte
+func (w *Worker) expectedFiles(target TargetKey) []rendering {
+	var out []rendering
 	for _, win := range w.core.held() {
 		if win.target != target {
 			continue
 		}
 		for _, wr := range win.writes {
 			if wr.YAML != nil && !wr.Sensitive {
-				out = append(out, manifest.FileContent(wr.YAML))
+				out = append(out, rendering{Content: manifest.FileContent(wr.YAML), ID: wr.ID})
 			}
 		}
 	}

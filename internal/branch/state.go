@@ -31,9 +31,16 @@ type branchState struct {
 	// idLike is an object id the repository gave, whose length tells the
 	// blob ids of its object format (gitfile.BlobID); "" before any.
 	idLike string
-	// expected are contents the worker is about to write (expect), whose
+	// expected are renderings the worker is about to write (expect), whose
 	// blob ids the next subtree read computes in the listing's format.
-	expected [][]byte
+	expected []rendering
+}
+
+// rendering is a file the worker is about to write: the operator's
+// rendering of one object (manifest.FileContent of a Write's YAML).
+type rendering struct {
+	Content []byte
+	ID      manifest.ObjectID
 }
 
 type targetState struct {
@@ -133,13 +140,15 @@ func (s *branchState) loaded(key TargetKey) bool {
 	return ok && s.known && ts.index != nil && ts.at == s.tip()
 }
 
-// expect names file contents the worker is about to write. After a
+// expect names the renderings the worker is about to write. After a
 // restart nearly every mirrored file is one of these, unchanged: the next
 // subtree read caches them under the blob ids the listing's object format
 // gives them, so loading an index reads only the files that differ rather
-// than every file, one request each. Where the worker knows ids (the tree
-// it read, its own commits) it uses them and computes nothing.
-func (s *branchState) expect(contents [][]byte) { s.expected = contents }
+// than every file, one request each, and the index takes a file that is one
+// of them as that object's rendering without parsing it. Where the worker
+// knows ids (the tree it read, its own commits) it uses them and computes
+// nothing.
+func (s *branchState) expect(files []rendering) { s.expected = files }
 
 // ensureLoaded makes the target's index describe the current tip. On a
 // branch that does not exist yet that is its base: files the default branch
@@ -159,11 +168,11 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 	if ts.index != nil && ts.at == s.tip() {
 		return nil
 	}
-	files, ids, err := s.readSubtree(ctx, ts.target.Path)
+	files, ids, rendered, err := s.readSubtree(ctx, ts.target.Path)
 	if err != nil {
 		return err
 	}
-	ix, err := manifest.NewIndex(ts.target.Path, files)
+	ix, err := manifest.NewIndexRendered(ts.target.Path, files, rendered)
 	if err != nil {
 		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.tip(), err)
 	}
@@ -182,25 +191,28 @@ func (s *branchState) releaseBlobs() {
 	}
 }
 
-// readSubtree reads the files under root at the tip, and their blob ids.
+// readSubtree reads the files under root at the tip, their blob ids, and
+// which of them are exactly an expected rendering (by path, its object).
 // Only YAML is read: other files only need to be known to exist.
-func (s *branchState) readSubtree(ctx context.Context, root string) (files map[string][]byte, ids map[string]string, err error) {
-	files, ids = map[string][]byte{}, map[string]string{}
+func (s *branchState) readSubtree(ctx context.Context, root string) (
+	files map[string][]byte, ids map[string]string, rendered map[string]manifest.ObjectID, err error,
+) {
+	files, ids, rendered = map[string][]byte{}, map[string]string{}, map[string]manifest.ObjectID{}
 	tip := s.tip()
 	if tip == "" {
-		return files, ids, nil
+		return files, ids, rendered, nil
 	}
 	entries, err := s.forge.Tree(ctx, tip, root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
+		return nil, nil, nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
 	}
 	// The expected contents serve this read only: the ones the tree has
 	// join the blob cache (the same bytes the index then holds), the rest
 	// are dropped with the read, so a cold start into an empty repository
 	// keeps no second copy of every file it writes.
-	seeds := make(map[string][]byte, len(s.expected))
-	for _, c := range s.expected {
-		seeds[gitfile.BlobID(c, tip)] = c
+	seeds := make(map[string]rendering, len(s.expected))
+	for _, r := range s.expected {
+		seeds[gitfile.BlobID(r.Content, tip)] = r
 	}
 	var missing []forges.TreeEntry
 	for _, e := range entries {
@@ -209,9 +221,10 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (files map[s
 			files[e.Path] = nil
 			continue
 		}
-		if content, ok := seeds[e.BlobID]; ok {
-			s.blobs.put(e.BlobID, content)
-			files[e.Path] = content
+		if seed, ok := seeds[e.BlobID]; ok {
+			s.blobs.put(e.BlobID, seed.Content)
+			files[e.Path] = seed.Content
+			rendered[e.Path] = seed.ID
 			continue
 		}
 		if content, ok := s.blobs.get(e.BlobID); ok {
@@ -222,13 +235,13 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (files map[s
 	}
 	contents, err := readBlobs(ctx, s.forge, missing)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for i, e := range missing {
 		s.blobs.put(e.BlobID, contents[i])
 		files[e.Path] = contents[i]
 	}
-	return files, ids, nil
+	return files, ids, rendered, nil
 }
 
 // readBlobs reads the blobs of entries, as many at a time as the forge

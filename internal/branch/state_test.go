@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
 
 // treeForge is a branch holding files, read through Tree and Blob only;
@@ -55,7 +56,7 @@ func TestSeedsServeOneIndexLoadAndOnlyWhatGitHasIsCached(t *testing.T) {
 	key := TargetKey{Namespace: "team", Name: "mirror"}
 	s.setTarget(Target{Key: key, Path: "mirror"})
 
-	s.expect([][]byte{same, changed, fresh})
+	s.expect([]rendering{{Content: same}, {Content: changed}, {Content: fresh}})
 	require.NoError(t, s.ensureLoaded(context.Background(), key))
 
 	require.Equal(t, 1, forge.reads, "only the file that differs is read")
@@ -67,4 +68,29 @@ func TestSeedsServeOneIndexLoadAndOnlyWhatGitHasIsCached(t *testing.T) {
 		require.False(t, cached, "a seed Git does not have is not kept")
 	}
 	require.Equal(t, 1, forge.released)
+}
+
+// After a restart the files Git holds are the renderings the worker is
+// about to write: the index takes each as its object's rendering without
+// parsing it, and finds it by identity as a parse would.
+func TestAnExpectedRenderingIsIndexedWithoutParsing(t *testing.T) {
+	rendered := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: team\ndata:\n  k: v\n")
+	formatted := []byte("# kept by a person\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: team\n")
+	forge := &treeForge{files: map[string][]byte{"mirror/a.yaml": rendered, "mirror/b.yaml": formatted}}
+	s := newBranchState(forge, "main")
+	key := TargetKey{Namespace: "team", Name: "mirror"}
+	s.setTarget(Target{Key: key, Path: "mirror"})
+	a := manifest.ObjectID{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "team", Name: "a"}
+
+	s.expect([]rendering{{Content: rendered, ID: a}})
+	require.NoError(t, s.ensureLoaded(context.Background(), key))
+
+	ix := s.targets[key].index
+	require.Equal(t, 1, ix.Parses(), "only the file a person formatted is parsed")
+	for id, want := range map[manifest.ObjectID]string{a: "mirror/a.yaml", {Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: "b"}: "mirror/b.yaml"} {
+		got, ok := ix.Lookup(id)
+		require.True(t, ok, id.Name)
+		require.Equal(t, want, got)
+	}
+	require.NoError(t, ix.Check(), "the rendering counts once, as the parse would")
 }

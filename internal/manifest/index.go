@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path"
@@ -59,6 +60,17 @@ type location struct {
 // the operator cannot manage does not fail NewIndex; Check reports it. The
 // error is for paths that are not clean or not under root.
 func NewIndex(root string, files map[string][]byte) (*Index, error) {
+	return NewIndexRendered(root, files, nil)
+}
+
+// NewIndexRendered is NewIndex for a load that knows some files, by path,
+// to be exactly the operator's rendering of one object each (the worker
+// matched their blob ids with the renderings it is about to write: after a
+// restart, nearly every file). Those are indexed as that object's canonical
+// document without parsing them: a restart with nothing changed parses no
+// file. Any other file, or one whose text is not a single plain document,
+// is parsed as NewIndex parses it.
+func NewIndexRendered(root string, files map[string][]byte, rendered map[string]ObjectID) (*Index, error) {
 	cleanRoot, err := cleanRootPath(root)
 	if err != nil {
 		return nil, err
@@ -77,11 +89,29 @@ func NewIndex(root string, files map[string][]byte) (*Index, error) {
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		if err := ix.Add(p, files[p]); err != nil {
+		var parsed *manifestFile
+		if id, ok := rendered[p]; ok {
+			parsed = renderedFile(files[p], id)
+		}
+		if err := ix.add(p, files[p], parsed); err != nil {
 			return nil, err
 		}
 	}
 	return ix, nil
+}
+
+// renderedFile is what parsing content would give, for content that is the
+// operator's rendering of the object id: one canonical document, never
+// encrypted (a Secret's rendering is not written as is). nil, so that the
+// file is parsed, when the text is not one document or has a top-level
+// sops key, which a parse would mark encrypted.
+func renderedFile(content []byte, id ObjectID) *manifestFile {
+	sections := yamledit.Sections(content)
+	if len(sections) != 1 || bytes.HasPrefix(content, []byte("sops:")) || bytes.Contains(content, []byte("\nsops:")) {
+		return nil
+	}
+	id.Resource = "" // unknown from a file, as objectOf leaves it
+	return &manifestFile{content: content, sections: sections, docs: []*document{{id: id, canonical: true}}}
 }
 
 func cleanRootPath(root string) (string, error) {

@@ -149,3 +149,33 @@ func TestAddAndRemoveKeepProblemsCurrent(t *testing.T) {
 	ix.Remove("b.yaml")
 	require.NoError(t, ix.Check(), "removing a file forgets its documents")
 }
+
+// A file named as an object's rendering is indexed without a parse only
+// when it is one plain document; otherwise it is parsed, and either way the
+// index knows what a parse of every file would tell.
+func TestARenderedFileIsIndexedAsItsParseWouldBe(t *testing.T) {
+	cm := manifest.ObjectID{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "team-a", Name: "app"}
+	tests := []struct {
+		name   string
+		text   string
+		parses int
+	}{
+		{"one plain document", configMapYAML("team-a", "app", "v"), 0},
+		{"two documents", configMapYAML("team-a", "app", "v") + "---\n" + configMapYAML("team-a", "other", "v"), 2},
+		{"a top-level sops key", configMapYAML("team-a", "app", "v") + "sops:\n  version: 3.9.0\n", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string][]byte{"apps/app.yaml": []byte(tt.text)}
+			ix, err := manifest.NewIndexRendered("apps", files, map[string]manifest.ObjectID{"apps/app.yaml": cm})
+			require.NoError(t, err)
+			parsed, err := manifest.NewIndex("apps", files)
+			require.NoError(t, err)
+			require.Equal(t, tt.parses, ix.Parses())
+			got, ok := ix.Lookup(cm)
+			require.True(t, ok)
+			require.Equal(t, "apps/app.yaml", got)
+			require.Equal(t, parsed.Check(), ix.Check())
+		})
+	}
+}
