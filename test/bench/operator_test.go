@@ -71,7 +71,8 @@ func startOperatorArgs(e *benchEnv, name string, extra ...string) (*operatorRun,
 	args = append(args, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
 	if e.profileDir != "" {
 		args = append(args, "--cpuprofile="+filepath.Join(e.profileDir, name+"-cpu.pprof"),
-			"--heapprofile="+filepath.Join(e.profileDir, name+"-heap-at-exit.pprof"))
+			"--heapprofile="+filepath.Join(e.profileDir, name+"-heap-at-exit.pprof"),
+			"--peak-heap-profile="+filepath.Join(e.profileDir, name+"-heap-peak.pprof"))
 	}
 	logPath := filepath.Join(e.dir, "operator-"+name+".log")
 	logFile, err := os.Create(logPath)

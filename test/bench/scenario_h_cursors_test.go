@@ -38,10 +38,7 @@ func restartWithCursors(b *testing.B, fk forgeKind) {
 
 	m, f := newFleetMirror(b, e, "cursors", mirrorOptions{forge: fk})
 	prefix := m.name + ":"
-	// As the chart runs it: credentials (and so the metadata watches of
-	// Secrets and ConfigMaps) in the GitProvider's namespace only.
-	asChart := []string{"--credential-namespaces=" + m.name}
-	withRedis := append([]string{"--redis-addr=" + redis.Addr(), "--redis-key-prefix=" + prefix}, asChart...)
+	withRedis := append([]string{"--redis-addr=" + redis.Addr(), "--redis-key-prefix=" + prefix}, asChart(m)...)
 	first, err := startOperatorArgs(e, m.name+"-first", withRedis...)
 	require.NoError(b, err)
 	_, err = pollHeads(ctx, m.remote, first, 150*time.Millisecond, 5*time.Minute, holdsFleet(m, f, f.size()))
@@ -50,7 +47,7 @@ func restartWithCursors(b *testing.B, fk forgeKind) {
 	require.NoError(b, waitForCursors(ctx, first, rdb, prefix))
 	stopOperator(b, first)
 
-	restartWithNothingChanged(b, e, m, "H restart, nothing changed, no Redis", restartLimits{}, asChart...)
+	restartWithNothingChanged(b, e, m, "H restart, nothing changed, no Redis", restartLimits{}, asChart(m)...)
 	restartWithNothingChanged(b, e, m, "H restart, nothing changed, resume cursors", restartLimits{
 		ready: warmRestartReady, requests: warmRestartRequests}, withRedis...)
 }

@@ -59,7 +59,7 @@ func memoryAtScale(b *testing.B, label string, total int) {
 	ctx := context.Background()
 	r := newReporter(b, "K memory at scale "+label, forgeGit)
 	m, f := newFleetMirrorOf(b, e, "scale", total/fleetNamespaces, mirrorOptions{})
-	op, err := startOperator(e, m.name+"-mirror")
+	op, err := startOperatorArgs(e, m.name+"-mirror", asChart(m)...)
 	require.NoError(b, err)
 	reached, err := pollHeads(ctx, m.remote, op, 250*time.Millisecond, 20*time.Minute, holdsFleet(m, f, f.size()))
 	if err != nil {
@@ -94,7 +94,7 @@ func restartAtScale(b *testing.B, e *benchEnv, m *mirror, label string, total in
 	require.NoError(b, m.resetStatus(ctx, e))
 	commitsBefore, err := m.remote.commitCount(ctx)
 	require.NoError(b, err)
-	op, err := startOperator(e, m.name+"-restart")
+	op, err := startOperatorArgs(e, m.name+"-restart", asChart(m)...)
 	require.NoError(b, err)
 	defer stopOperator(b, op)
 	require.NoError(b, waitReadyEvery(ctx, e, m, op, 5*time.Minute, 20*time.Millisecond))
@@ -121,6 +121,14 @@ func restartAtScale(b *testing.B, e *benchEnv, m *mirror, label string, total in
 	r.info("operator CPU to idle", u.CPUSeconds, "s")
 	r.info("operator peak RSS", u.PeakRSSMiB, "MiB")
 	r.info("live heap per object", heap/1024/float64(total), "KiB")
+}
+
+// asChart are the flags the chart always passes that change what the
+// operator keeps: credentials (and so the metadata watches of Secrets and
+// ConfigMaps) in the GitProvider's namespace only, not every ConfigMap of
+// the cluster.
+func asChart(m *mirror) []string {
+	return []string{"--credential-namespaces=" + m.name}
 }
 
 // waitIdleCPU returns the end of the first poll interval in which the

@@ -16,6 +16,7 @@ import (
 	_ "net/http/pprof" // serves /debug/pprof on http.DefaultServeMux
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -45,6 +46,8 @@ func run() error {
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "Write a CPU profile here when the operator stops.")
 	flag.StringVar(&heapProfile, "heapprofile", "", "Write a heap profile here when the operator stops.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Serve net/http/pprof on this address.")
+	var peakHeapProfile string
+	flag.StringVar(&peakHeapProfile, "peak-heap-profile", "", "Write a heap profile here each time the heap reaches a new peak.")
 	// Scenario H's: resume cursors in Redis, credentials as the chart scopes them.
 	var redisAddr, redisPrefix, credentialNamespaces string
 	flag.StringVar(&redisAddr, "redis-addr", "", "Redis host:port for resume cursors; empty runs without Redis.")
@@ -90,6 +93,11 @@ func run() error {
 		// the whole run.
 		defer stop()
 	}
+	if peakHeapProfile != "" {
+		stop := make(chan struct{})
+		defer close(stop)
+		go keepPeakHeapProfile(peakHeapProfile, stop)
+	}
 	if err := operator.Run(ctrl.SetupSignalHandler(), opts); err != nil {
 		return err
 	}
@@ -112,6 +120,45 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// keepPeakHeapProfile writes a heap profile to path whenever the heap's
+// objects pass the largest size seen so far by peakStep: the profile then
+// shows what was live at (about) the operator's peak, which the profile
+// at a benchmark's measuring moment does not. A heap profile describes the
+// heap as of the last completed GC, so it trails the peak by one cycle.
+func keepPeakHeapProfile(path string, stop <-chan struct{}) {
+	const peakStep = 8 << 20
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak uint64
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		metrics.Read(sample)
+		if v := sample[0].Value.Uint64(); v > peak+peakStep {
+			peak = v
+			if err := writeProfileTo(path); err != nil {
+				ctrl.Log.Error(err, "writing the peak heap profile")
+			}
+		}
+	}
+}
+
+func writeProfileTo(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("creating the heap profile: %w", err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		return fmt.Errorf("writing the heap profile: %w", err)
+	}
+	return nil
 }
 
 func writeHeapProfile(path string) error {
