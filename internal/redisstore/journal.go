@@ -74,7 +74,7 @@ func journalKey(prefix, branch string) string { return prefix + "journal:" + bra
 // Lua error does not roll back what the script already wrote.
 var appendScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return redis.error_reply('NOTOWNER')
+  return redis.error_reply('NOTOWNER the branch claim is not held by this token')
 end
 local t = redis.call('TYPE', KEYS[2])['ok']
 if t ~= 'none' and t ~= 'stream' then
@@ -95,7 +95,7 @@ return ids
 // to delete. It answers how many entries it removed.
 var trimScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return redis.error_reply('NOTOWNER')
+  return redis.error_reply('NOTOWNER the branch claim is not held by this token')
 end
 local removed = 0
 if ARGV[2] ~= '' then
@@ -111,7 +111,7 @@ return removed
 // dropScript deletes the whole journal, fenced like the others.
 var dropScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return redis.error_reply('NOTOWNER')
+  return redis.error_reply('NOTOWNER the branch claim is not held by this token')
 end
 return redis.call('DEL', KEYS[2])
 `)
@@ -173,7 +173,8 @@ func (j *Journal) appendOnce(ctx context.Context, branch, token string, entries 
 
 // scriptError names a script's own refusals with this package's errors.
 func scriptError(err error) error {
-	if strings.HasPrefix(err.Error(), "NOTOWNER") {
+	// Redis may put its generic "ERR " before a script's error code.
+	if strings.HasPrefix(strings.TrimPrefix(err.Error(), "ERR "), "NOTOWNER") {
 		return ErrNotOwner
 	}
 	return err
