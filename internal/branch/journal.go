@@ -320,3 +320,12 @@ func (x *JournalIndex) Settle(held map[uint64]bool) JournalTrim {
 	x.Marks = kept
 	return trim
 }
+
+// JournalObserver is told, for metrics, how much of a branch's journal
+// waits for its commit (metrics.JournalMetrics): how many entries, and how
+// long the oldest has waited (redisstore.Journal.Stats). JournalGone: the
+// branch was handed over or removed; this replica reports it no more.
+type JournalObserver interface {
+	JournalDepth(worker Key, entries int64, oldest time.Duration)
+	JournalGone(worker Key)
+}
