@@ -70,6 +70,9 @@ return 0
 // error, when another token holds the claim; true when the claim is now
 // token's (freshly taken, or already held and refreshed).
 func (c *Claims) Acquire(ctx context.Context, branch, token string, ttl time.Duration) (bool, error) {
+	if ttl < time.Millisecond {
+		return false, fmt.Errorf("claiming branch %s for %s: a claim lasts at least a millisecond", branch, ttl)
+	}
 	n, err := acquireScript.Run(ctx, c.Client, []string{claimKey(c.Prefix, branch)}, token, ttl.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("claiming branch %s: %w", branch, err)
@@ -84,6 +87,9 @@ func (c *Claims) Acquire(ctx context.Context, branch, token string, ttl time.Dur
 func (c *Claims) Renew(ctx context.Context, token string, branches []string, ttl time.Duration) ([]string, error) {
 	if len(branches) == 0 {
 		return nil, nil
+	}
+	if ttl < time.Millisecond {
+		return nil, fmt.Errorf("renewing branch claims for %s: a claim lasts at least a millisecond", ttl)
 	}
 	keys := make([]string, len(branches))
 	for i, b := range branches {

@@ -29,6 +29,8 @@ func TestClaimsAreAcquiredRenewedAndReleasedOnlyByTheirOwner(t *testing.T) {
 	ctx := context.Background()
 	claims := &redisstore.Claims{Client: client, Prefix: "blue:"}
 
+	_, err := claims.Acquire(ctx, "team/github@main", "replica-a", 0)
+	require.Error(t, err, "a claim without a TTL would outlive a dead owner")
 	got, err := claims.Acquire(ctx, "team/github@main", "replica-a", time.Minute)
 	require.NoError(t, err)
 	require.True(t, got)
