@@ -68,14 +68,19 @@ type JournalStats struct {
 
 func journalKey(prefix, branch string) string { return prefix + "journal:" + branch }
 
+// fenceLua starts every script that writes a journal: KEYS[1] is the
+// branch's claim, ARGV[1] the writer's token, and a writer that does not
+// hold the claim is refused before anything is written.
+const fenceLua = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return redis.error_reply('NOTOWNER the branch claim is not held by this token')
+end`
+
 // appendScript: KEYS = claim, stream, cursor keys...; ARGV = token, cursor
 // TTL in ms, entry count n, n entries, then one value per cursor key. It
 // checks everything that could fail before it writes anything, because a
 // Lua error does not roll back what the script already wrote.
-var appendScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return redis.error_reply('NOTOWNER the branch claim is not held by this token')
-end
+var appendScript = goredis.NewScript(fenceLua + `
 local t = redis.call('TYPE', KEYS[2])['ok']
 if t ~= 'none' and t ~= 'stream' then
   return redis.error_reply('JOURNALTYPE ' .. t)
@@ -93,10 +98,7 @@ return ids
 
 // trimScript: KEYS = claim, stream; ARGV = token, MINID ("" for none), IDs
 // to delete. It answers how many entries it removed.
-var trimScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return redis.error_reply('NOTOWNER the branch claim is not held by this token')
-end
+var trimScript = goredis.NewScript(fenceLua + `
 local removed = 0
 if ARGV[2] ~= '' then
   removed = redis.call('XTRIM', KEYS[2], 'MINID', ARGV[2])
@@ -109,10 +111,7 @@ return removed
 `)
 
 // dropScript deletes the whole journal, fenced like the others.
-var dropScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return redis.error_reply('NOTOWNER the branch claim is not held by this token')
-end
+var dropScript = goredis.NewScript(fenceLua + `
 return redis.call('DEL', KEYS[2])
 `)
 

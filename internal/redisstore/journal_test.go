@@ -37,12 +37,16 @@ func entries(n int, format string) [][]byte {
 	return out
 }
 
-func dataOf(list []redisstore.JournalEntry) []string {
-	out := make([]string, len(list))
-	for i, e := range list {
-		out[i] = string(e.Data)
+// requireJournal reads the journal and compares what its entries hold.
+func requireJournal(t *testing.T, journal *redisstore.Journal, want []string, why string) {
+	t.Helper()
+	got, err := journal.Read(context.Background(), mainBranch)
+	require.NoError(t, err)
+	data := make([]string, len(got))
+	for i, e := range got {
+		data[i] = string(e.Data)
 	}
-	return out
+	require.Equal(t, want, data, why)
 }
 
 func TestJournalAppendStoresTheEntriesAndTheCursorsTheCursorStoreLoads(t *testing.T) {
@@ -53,9 +57,9 @@ func TestJournalAppendStoresTheEntriesAndTheCursorsTheCursorStoreLoads(t *testin
 	ids, err := journal.Append(ctx, mainBranch, owner, entries(3, "write %d"), map[string]string{"uid:/v1/configmaps:team": "f 42 h"})
 	require.NoError(t, err)
 	require.Len(t, ids, 3)
+	requireJournal(t, journal, []string{"write 0", "write 1", "write 2"}, "the entries in order")
 	got, err := journal.Read(ctx, mainBranch)
 	require.NoError(t, err)
-	require.Equal(t, []string{"write 0", "write 1", "write 2"}, dataOf(got))
 	require.Equal(t, ids, []string{got[0].ID, got[1].ID, got[2].ID})
 
 	cursors := &redisstore.Cursors{Client: client, Prefix: "blue:"}
@@ -101,9 +105,7 @@ func TestJournalWritesOfANonOwnerAreRefusedAndChangeNothing(t *testing.T) {
 	_, err = journal.Append(ctx, "team/github@unclaimed", owner, entries(1, "write %d"), nil)
 	require.ErrorIs(t, err, redisstore.ErrNotOwner, "a branch nobody claims is nobody's to write")
 
-	got, err := journal.Read(ctx, mainBranch)
-	require.NoError(t, err)
-	require.Equal(t, []string{"write 0", "write 1"}, dataOf(got))
+	requireJournal(t, journal, []string{"write 0", "write 1"}, "nothing of the refused writes")
 	n, err := client.Exists(ctx, "blue:cursor:uid:/v1/configmaps:team", "blue:journal:team/github@unclaimed").Result()
 	require.NoError(t, err)
 	require.Zero(t, n)
@@ -119,21 +121,15 @@ func TestJournalTrimRemovesUpToACommittedEntryAndStrayCommittedOnes(t *testing.T
 	removed, err := journal.Trim(ctx, mainBranch, owner, ids[1])
 	require.NoError(t, err)
 	require.EqualValues(t, 2, removed)
-	got, err := journal.Read(ctx, mainBranch)
-	require.NoError(t, err)
-	require.Equal(t, []string{"write 2", "write 3", "write 4", "write 5"}, dataOf(got), "up to and including the entry")
+	requireJournal(t, journal, []string{"write 2", "write 3", "write 4", "write 5"}, "up to and including the entry")
 
 	removed, err = journal.Trim(ctx, mainBranch, owner, ids[2], ids[4])
 	require.NoError(t, err)
 	require.EqualValues(t, 2, removed)
-	got, err = journal.Read(ctx, mainBranch)
-	require.NoError(t, err)
-	require.Equal(t, []string{"write 3", "write 5"}, dataOf(got))
+	requireJournal(t, journal, []string{"write 3", "write 5"}, "the stray IDs")
 
 	require.NoError(t, journal.Drop(ctx, mainBranch, owner))
-	got, err = journal.Read(ctx, mainBranch)
-	require.NoError(t, err)
-	require.Empty(t, got)
+	requireJournal(t, journal, []string{}, "dropped")
 }
 
 func TestJournalReadKeepsTheOrderAcrossPagesAndBatches(t *testing.T) {
