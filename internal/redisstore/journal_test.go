@@ -18,15 +18,16 @@ const (
 	owner      = "replica-a"
 )
 
-// ownedJournal is a journal under prefix "blue:" whose branch mainBranch
-// is claimed by owner.
-func ownedJournal(t *testing.T, client *goredis.Client) *redisstore.Journal {
+// ownedJournal is a journal on a redis-server of the test's own, under
+// prefix "blue:", whose branch mainBranch is claimed by owner.
+func ownedJournal(t *testing.T) (*redisstore.Journal, *goredis.Client) {
 	t.Helper()
+	_, client := startRedis(t)
 	claims := &redisstore.Claims{Client: client, Prefix: "blue:"}
 	got, err := claims.Acquire(context.Background(), mainBranch, owner, time.Minute)
 	require.NoError(t, err)
 	require.True(t, got)
-	return &redisstore.Journal{Client: client, Prefix: "blue:", CursorTTL: time.Minute}
+	return &redisstore.Journal{Client: client, Prefix: "blue:", CursorTTL: time.Minute}, client
 }
 
 func entries(n int, format string) [][]byte {
@@ -50,9 +51,8 @@ func requireJournal(t *testing.T, journal *redisstore.Journal, want []string, wh
 }
 
 func TestJournalAppendStoresTheEntriesAndTheCursorsTheCursorStoreLoads(t *testing.T) {
-	_, client := startRedis(t)
+	journal, client := ownedJournal(t)
 	ctx := context.Background()
-	journal := ownedJournal(t, client)
 
 	ids, err := journal.Append(ctx, mainBranch, owner, entries(3, "write %d"), map[string]string{"uid:/v1/configmaps:team": "f 42 h"})
 	require.NoError(t, err)
@@ -72,9 +72,8 @@ func TestJournalAppendStoresTheEntriesAndTheCursorsTheCursorStoreLoads(t *testin
 }
 
 func TestJournalAnAppendThatFailsLeavesNeitherEntriesNorCursors(t *testing.T) {
-	_, client := startRedis(t)
+	journal, client := ownedJournal(t)
 	ctx := context.Background()
-	journal := ownedJournal(t, client)
 	// The journal's key holds a string: XADD would fail there, after the
 	// cursors could have been set had the script not checked first.
 	require.NoError(t, client.Set(ctx, "blue:journal:"+mainBranch, "not a stream", 0).Err())
@@ -91,9 +90,8 @@ func TestJournalAnAppendThatFailsLeavesNeitherEntriesNorCursors(t *testing.T) {
 }
 
 func TestJournalWritesOfANonOwnerAreRefusedAndChangeNothing(t *testing.T) {
-	_, client := startRedis(t)
+	journal, client := ownedJournal(t)
 	ctx := context.Background()
-	journal := ownedJournal(t, client)
 	ids, err := journal.Append(ctx, mainBranch, owner, entries(2, "write %d"), nil)
 	require.NoError(t, err)
 
@@ -112,9 +110,8 @@ func TestJournalWritesOfANonOwnerAreRefusedAndChangeNothing(t *testing.T) {
 }
 
 func TestJournalTrimRemovesUpToACommittedEntryAndStrayCommittedOnes(t *testing.T) {
-	_, client := startRedis(t)
+	journal, _ := ownedJournal(t)
 	ctx := context.Background()
-	journal := ownedJournal(t, client)
 	ids, err := journal.Append(ctx, mainBranch, owner, entries(6, "write %d"), nil)
 	require.NoError(t, err)
 
@@ -133,9 +130,8 @@ func TestJournalTrimRemovesUpToACommittedEntryAndStrayCommittedOnes(t *testing.T
 }
 
 func TestJournalReadKeepsTheOrderAcrossPagesAndBatches(t *testing.T) {
-	_, client := startRedis(t)
+	journal, _ := ownedJournal(t)
 	ctx := context.Background()
-	journal := ownedJournal(t, client)
 	journal.Page, journal.Batch = 7, 10
 	want := entries(45, "write %02d")
 	ids, err := journal.Append(ctx, mainBranch, owner, want, map[string]string{"uid:/v1/configmaps:team": "f 42 h"})
@@ -159,9 +155,8 @@ func TestJournalReadKeepsTheOrderAcrossPagesAndBatches(t *testing.T) {
 }
 
 func TestJournalStatsTellDepthAndTheOldestEntrysAge(t *testing.T) {
-	_, client := startRedis(t)
+	journal, _ := ownedJournal(t)
 	ctx := context.Background()
-	journal := ownedJournal(t, client)
 	stats, err := journal.Stats(ctx, mainBranch)
 	require.NoError(t, err)
 	require.Equal(t, redisstore.JournalStats{}, stats)
