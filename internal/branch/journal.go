@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -257,7 +258,8 @@ func RestoreJournal(c *Core, items []JournalItem) (*JournalIndex, []Action) {
 // entry of its branch went into, as plain data: it says which entries a
 // commit settled. Entries are added in journal order (Add, after the
 // append that stored them returned their IDs); Settle, after the core
-// took a CommittedEvent or dropped a target, says what to trim.
+// took a CommittedEvent or dropped a target, says what to trim; a trim
+// that failed is kept and merged into the next (JournalTrim.Merge).
 type JournalIndex struct {
 	Marks []JournalMark
 }
@@ -282,6 +284,18 @@ type JournalTrim struct {
 
 // Empty reports whether there is nothing to trim.
 func (t JournalTrim) Empty() bool { return t.UpTo == "" && len(t.Delete) == 0 }
+
+// Merge is t followed by later, for a trim that failed (Redis did not
+// answer) and is tried again with the next: Settle has already forgotten
+// its entries. A later UpTo is never before an earlier one, and removing
+// an entry twice removes nothing the second time.
+func (t JournalTrim) Merge(later JournalTrim) JournalTrim {
+	out := JournalTrim{UpTo: t.UpTo, Delete: append(slices.Clip(t.Delete), later.Delete...)}
+	if later.UpTo != "" {
+		out.UpTo = later.UpTo
+	}
+	return out
+}
 
 // Add records the entry id of rec.
 func (x *JournalIndex) Add(id string, rec JournalRecord) {

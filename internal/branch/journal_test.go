@@ -189,6 +189,14 @@ func TestJournalAMarkerGoesOnlyWithTheEntriesBeforeIt(t *testing.T) {
 	require.Empty(t, index.Marks)
 }
 
+func TestJournalATrimThatFailedGoesWithTheNext(t *testing.T) {
+	failed := JournalTrim{UpTo: "2-0", Delete: []string{"4-0"}}
+	require.Equal(t, JournalTrim{UpTo: "5-0", Delete: []string{"4-0", "7-0"}}, failed.Merge(JournalTrim{UpTo: "5-0", Delete: []string{"7-0"}}))
+	require.Equal(t, JournalTrim{UpTo: "2-0", Delete: []string{"4-0", "7-0"}}, failed.Merge(JournalTrim{Delete: []string{"7-0"}}))
+	require.Equal(t, failed, JournalTrim{}.Merge(failed))
+	require.Equal(t, []string{"4-0"}, failed.Delete, "merging leaves the failed trim as it was")
+}
+
 func TestJournalCodec(t *testing.T) {
 	at := t0.Add(time.Minute)
 	tree := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
