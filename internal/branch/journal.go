@@ -230,7 +230,10 @@ type JournalItem struct {
 // another window than the open one closes it first, so windows closed by
 // time, a flush or a request close where they did. While records remain,
 // Queued is set to their count, so a forge that chains commits gets the
-// restored windows as one chain.
+// restored windows as one chain. Set c.Silence and c.ChainLimit first, as
+// before any step. The records' times are in the past, so the first
+// Schedule asks for a tick at once: windows past their silence close and
+// go out then.
 func RestoreJournal(c *Core, items []JournalItem) (*JournalIndex, []Action) {
 	index := &JournalIndex{}
 	var actions []Action
