@@ -86,13 +86,14 @@ type windowJSON struct {
 	Opened    time.Time
 	LastEvent time.Time
 	Seq       uint64
+	Absorbed  []uint64 `json:",omitempty"`
 }
 
 // MarshalJSON writes the window.
 func (w *window) MarshalJSON() ([]byte, error) {
 	return json.Marshal(windowJSON{Target: w.target, Author: w.author, Writes: w.orderedWrites(), Sweeps: w.sweeps,
 		Bytes: w.bytes, Reconcile: w.reconcile, Replaying: w.replaying, Request: w.request, Message: w.message,
-		Commit: w.commit, Refused: w.refused, Opened: w.opened, LastEvent: w.lastEvent, Seq: w.seq})
+		Commit: w.commit, Refused: w.refused, Opened: w.opened, LastEvent: w.lastEvent, Seq: w.seq, Absorbed: w.absorbed})
 }
 
 // UnmarshalJSON restores a window MarshalJSON wrote.
@@ -103,7 +104,7 @@ func (w *window) UnmarshalJSON(data []byte) error {
 	}
 	*w = window{target: j.Target, author: j.Author, writes: map[manifest.ObjectID]Write{}, sweeps: j.Sweeps, bytes: j.Bytes,
 		reconcile: j.Reconcile, replaying: j.Replaying, request: j.Request, message: j.Message, commit: j.Commit,
-		refused: j.Refused, opened: j.Opened, lastEvent: j.LastEvent, seq: j.Seq}
+		refused: j.Refused, opened: j.Opened, lastEvent: j.LastEvent, seq: j.Seq, absorbed: j.Absorbed}
 	for _, wr := range j.Writes {
 		key := identity(wr.ID)
 		w.order = append(w.order, key)

@@ -47,6 +47,9 @@ type window struct {
 	opened, lastEvent time.Time
 	// seq orders the worker's windows by opening (WhenSettled).
 	seq uint64
+	// absorbed are the seqs of the windows coalesced into this one: their
+	// journal entries are settled when this window is (HeldWindows).
+	absorbed []uint64
 }
 
 func newWindow(target TargetKey, author Author, now time.Time) *window {
@@ -111,6 +114,7 @@ func (w *window) absorb(later *window) {
 	}
 	w.reconcile = w.reconcile || later.reconcile
 	w.replaying = w.replaying || later.replaying
+	w.absorbed = append(append(w.absorbed, later.seq), later.absorbed...)
 }
 
 func (w *window) accepts(target TargetKey, author Author) bool {

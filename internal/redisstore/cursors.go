@@ -27,13 +27,19 @@ type Cursors struct {
 	TTL time.Duration
 }
 
-func (c *Cursors) redisKey(key string) string { return c.Prefix + "cursor:" + key }
+func (c *Cursors) redisKey(key string) string { return cursorKey(c.Prefix, key) }
 
-func (c *Cursors) ttl() time.Duration {
-	if c.TTL <= 0 {
+func (c *Cursors) ttl() time.Duration { return cursorTTL(c.TTL) }
+
+// cursorKey and cursorTTL are the one key scheme and TTL of a cursor, for
+// Cursors and for the cursors a Journal append stores.
+func cursorKey(prefix, key string) string { return prefix + "cursor:" + key }
+
+func cursorTTL(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
 		return DefaultCursorTTL
 	}
-	return c.TTL
+	return ttl
 }
 
 // Load returns the cursor stored under key, "" when there is none.
