@@ -1,0 +1,140 @@
+package ha_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/configbutler/gitops-reverser/internal/ha"
+)
+
+func TestMembersConvergeAndOneThatStopsRenewingExpires(t *testing.T) {
+	ns := namespace(t)
+	a := start(t, ns, "pod-a", clock.RealClock{}, short)
+	b := start(t, ns, "pod-b", clock.RealClock{}, short)
+	c := start(t, ns, "pod-c", clock.RealClock{}, short)
+	for _, m := range []*member{a, b, c} {
+		v := waitView(t, m, "all three are live", members("pod-a", "pod-b", "pod-c"))
+		require.True(t, v.SelfLive)
+	}
+
+	leases, err := clientset(t, nil).CoordinationV1().Leases(ns).List(context.Background(),
+		metav1.ListOptions{LabelSelector: ha.GroupLabel + "=" + ha.DefaultGroup})
+	require.NoError(t, err)
+	require.Len(t, leases.Items, 3, "one Lease per replica")
+	require.Equal(t, "pod-a", *leases.Items[0].Spec.HolderIdentity)
+	require.Equal(t, ha.LeaseName(ha.DefaultGroup, "pod-a"), leases.Items[0].Name)
+
+	// A crash: c stops renewing and keeps its Lease.
+	c.stop()
+	<-c.done
+	for _, m := range []*member{a, b} {
+		v := waitView(t, m, "c expired", members("pod-a", "pod-b"))
+		d, left := v.Departed("pod-c")
+		require.True(t, left, "the view that drops c says so: %+v", v)
+		require.Equal(t, ha.CauseMemberLost, d.Cause)
+		require.False(t, d.LastRenewed.IsZero())
+	}
+	_, err = clientset(t, nil).CoordinationV1().Leases(ns).Get(context.Background(), ha.LeaseName(ha.DefaultGroup, "pod-c"), metav1.GetOptions{})
+	require.NoError(t, err, "c's Lease is still there: it expired by the others' clocks")
+}
+
+func TestALeavingMemberIsGoneAtOnce(t *testing.T) {
+	ns := namespace(t)
+	// The clock never moves: nobody's Lease can expire, so whatever the
+	// others see of c leaving comes from its Lease being deleted.
+	frozen := clocktesting.NewFakeClock(time.Now())
+	a := start(t, ns, "pod-a", frozen, short)
+	b := start(t, ns, "pod-b", frozen, short)
+	c := start(t, ns, "pod-c", frozen, short)
+	for _, m := range []*member{a, b, c} {
+		waitView(t, m, "all three are live", members("pod-a", "pod-b", "pod-c"))
+	}
+
+	require.NoError(t, c.Leave(context.Background()))
+	own, _ := c.Current()
+	require.False(t, own.SelfLive, "c is out of its own view when Leave returns")
+	require.Equal(t, []string{"pod-a", "pod-b"}, own.Members)
+	d, _ := own.Departed("pod-c")
+	require.Equal(t, ha.CauseGraceful, d.Cause)
+	for _, m := range []*member{a, b} {
+		v := waitView(t, m, "c left", members("pod-a", "pod-b"))
+		d, left := v.Departed("pod-c")
+		require.True(t, left)
+		require.Equal(t, ha.CauseGraceful, d.Cause)
+	}
+}
+
+func TestAMemberThatCannotRenewFencesItselfBeforeTheOthersDropIt(t *testing.T) {
+	ns := namespace(t)
+	// Each its own clock: a's stands still while c's runs, so what a sees
+	// of c at a given moment does not depend on how fast this machine is.
+	aClock := clocktesting.NewFakeClock(time.Now())
+	cClock := clocktesting.NewFakeClock(time.Now())
+	a := start(t, ns, "pod-a", aClock, short)
+	cStart := cClock.Now() // c's first renewal is sent at start, before any step
+	c := start(t, ns, "pod-c", cClock, short)
+	for _, m := range []*member{a, c} {
+		waitView(t, m, "both are live", members("pod-a", "pod-c"))
+	}
+
+	// c's API server stops answering: its renewals hang.
+	c.transport.hang.Store(true)
+	stepUntil(t, cClock, func() bool { v, _ := c.Current(); return !v.SelfLive })
+	own, _ := c.Current()
+	require.Equal(t, []string{"pod-a"}, own.Members, "c gave itself up")
+	require.GreaterOrEqual(t, cClock.Since(cStart), short.renew, "at RenewDeadline by its clock")
+	require.Less(t, cClock.Since(cStart), short.lease, "before LeaseDuration by its clock")
+	v, _ := a.Current()
+	require.True(t, v.Has("pod-c"), "a still counts c live: c fenced itself first")
+
+	stepUntil(t, aClock, func() bool { v, _ := a.Current(); return !v.Has("pod-c") })
+	waitView(t, a, "a alone", members("pod-a"))
+
+	// The API server answers again: c renews and is back, in its own view
+	// and in a's.
+	c.transport.hang.Store(false)
+	stepUntil(t, cClock, func() bool { v, _ := c.Current(); return v.SelfLive })
+	stepUntil(t, aClock, func() bool { v, _ := a.Current(); return v.Has("pod-c") })
+}
+
+func TestASuspendedMemberDropsItselfAtOnceAndResumes(t *testing.T) {
+	ns := namespace(t)
+	frozen := clocktesting.NewFakeClock(time.Now())
+	a := start(t, ns, "pod-a", frozen, short)
+	c := start(t, ns, "pod-c", frozen, short)
+	for _, m := range []*member{a, c} {
+		waitView(t, m, "both are live", members("pod-a", "pod-c"))
+	}
+
+	c.Suspend()
+	v := waitView(t, c, "c suspended", func(v ha.View) bool { return !v.SelfLive })
+	require.Equal(t, []string{"pod-a"}, v.Members)
+	d, _ := v.Departed("pod-c")
+	require.Equal(t, ha.CauseRedisLost, d.Cause)
+	other, _ := a.Current()
+	require.True(t, other.Has("pod-c"), "the others keep c until its Lease expires")
+
+	writes := c.transport.writes.Load()
+	c.Resume()
+	waitView(t, c, "c resumed", func(v ha.View) bool { return v.SelfLive && v.Has("pod-c") })
+	require.Eventually(t, func() bool { return c.transport.writes.Load() > writes }, 60*time.Second, 10*time.Millisecond,
+		"Resume renews at once")
+}
+
+func TestNewRefusesAnInconsistentCadence(t *testing.T) {
+	cs := clientset(t, nil)
+	_, err := ha.New(ha.Config{Client: cs, Namespace: "ns", Identity: "pod-a", LeaseDuration: 2 * time.Second, RenewDeadline: 2 * time.Second})
+	require.ErrorContains(t, err, "RenewDeadline")
+	_, err = ha.New(ha.Config{Client: cs, Namespace: "ns"})
+	require.ErrorContains(t, err, "identity")
+	m, err := ha.New(ha.Config{Client: cs, Namespace: "ns", Identity: "pod-a"})
+	require.NoError(t, err, "controller-runtime's cadence is the default")
+	v, _ := m.Current()
+	require.Zero(t, v.Version, "no view before Run lists the members")
+}
