@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // renewLoop renews the Lease, then waits RetryPeriod from the end of that
@@ -20,7 +21,9 @@ func (m *Membership) renewLoop(ctx context.Context) {
 	timer := m.cfg.Clock.NewTimer(m.cfg.RetryPeriod)
 	defer timer.Stop()
 	for {
-		m.renewOnce(ctx)
+		if m.renewOnce(ctx) {
+			m.collect(ctx)
+		}
 		if !timer.Stop() {
 			// A tick left over from before a Resume must not start the
 			// next period early.
@@ -43,14 +46,14 @@ func (m *Membership) renewLoop(ctx context.Context) {
 // this replica's own deadline to the time the write was sent (not when it
 // returned: the API server may have applied it at any time since), so our
 // deadline is never later than the one the others derive from it.
-func (m *Membership) renewOnce(ctx context.Context) {
+func (m *Membership) renewOnce(ctx context.Context) bool {
 	m.renewMu.Lock()
 	defer m.renewMu.Unlock()
 	m.mu.Lock()
 	skip := m.self.suspended || m.self.left
 	m.mu.Unlock()
 	if skip {
-		return
+		return false
 	}
 	sent := m.cfg.Clock.Now()
 	// A request that hangs must not outlive the deadline it is meant to
@@ -61,13 +64,39 @@ func (m *Membership) renewOnce(ctx context.Context) {
 		if ctx.Err() == nil {
 			m.cfg.Log.Info("renewing the member lease failed; retrying next period", "lease", m.leaseName, "error", err.Error())
 		}
-		return
+		return false
 	}
 	m.mu.Lock()
 	m.self.renewed = true
 	m.self.lastRenew = sent
 	m.mu.Unlock()
 	m.kick()
+	return true
+}
+
+// collect deletes the Leases of members dead for CollectAfter, if this
+// replica is the collector (see collectable). The delete is conditional on
+// the Lease's UID and resourceVersion as we saw them dead: one renewed or
+// recreated meanwhile is left alone. At most one per period, so a backlog
+// of old Leases does not burst.
+func (m *Membership) collect(ctx context.Context) {
+	m.mu.Lock()
+	names := collectable(m.cfg.Clock.Now(), m.view, m.observed, m.cfg.CollectAfter)
+	var o observation
+	if len(names) > 0 {
+		o = m.observed[names[0]]
+	}
+	m.mu.Unlock()
+	if len(names) == 0 {
+		return
+	}
+	uid := types.UID(o.uid)
+	err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).Delete(ctx, names[0], metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &o.resourceVersion},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		m.cfg.Log.Info("deleting a dead member's lease failed; retrying next period", "lease", names[0], "error", err.Error())
+	}
 }
 
 // writeLease makes exactly one write: an update of the Lease we know, or,

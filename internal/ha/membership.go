@@ -51,9 +51,14 @@ type Config struct {
 	RenewDeadline time.Duration
 	// RetryPeriod is the renew period: one Lease write per period.
 	RetryPeriod time.Duration
-	Clock       clock.Clock
-	Observer    Observer
-	Log         logr.Logger
+	// CollectAfter is how long a dead member's Lease stays after it
+	// expired before the first live member deletes it (a crashed pod's
+	// Lease would stay forever otherwise: pod names are not reused).
+	// Default: 4 × LeaseDuration.
+	CollectAfter time.Duration
+	Clock        clock.Clock
+	Observer     Observer
+	Log          logr.Logger
 }
 
 // Observer is told about membership, for metrics (internal/metrics
@@ -145,6 +150,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.RetryPeriod == 0 {
 		cfg.RetryPeriod = DefaultRetryPeriod
 	}
+	if cfg.CollectAfter == 0 {
+		cfg.CollectAfter = 4 * cfg.LeaseDuration
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -215,10 +223,12 @@ func (m *Membership) observe(obj any) {
 	o, known := m.observed[lease.Name]
 	if !known || o.renewal != renewal || o.member != member {
 		now := m.cfg.Clock.Now()
-		m.observed[lease.Name] = observation{member: member, renewal: renewal, firstSeen: now, duration: m.durationOf(lease)}
+		o = observation{member: member, renewal: renewal, firstSeen: now, duration: m.durationOf(lease)}
 		m.lastSeen[member] = now
 		delete(m.gone, member)
 	}
+	o.uid, o.resourceVersion = string(lease.UID), lease.ResourceVersion
+	m.observed[lease.Name] = o
 	m.mu.Unlock()
 	m.kick()
 }

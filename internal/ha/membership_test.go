@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -137,4 +138,24 @@ func TestNewRefusesAnInconsistentCadence(t *testing.T) {
 	require.NoError(t, err, "controller-runtime's cadence is the default")
 	v, _ := m.Current()
 	require.Zero(t, v.Version, "no view before Run lists the members")
+}
+
+func TestTheFirstMemberCollectsADeadMembersLease(t *testing.T) {
+	ns := namespace(t)
+	aClock := clocktesting.NewFakeClock(time.Now())
+	a := start(t, ns, "pod-a", aClock, short)
+	aStart := aClock.Now()
+	c := start(t, ns, "pod-c", clocktesting.NewFakeClock(time.Now()), short)
+	waitView(t, a, "both are live", members("pod-a", "pod-c"))
+	c.stop()
+	<-c.done
+
+	leases := clientset(t, nil).CoordinationV1().Leases(ns)
+	stepUntil(t, aClock, func() bool {
+		_, err := leases.Get(context.Background(), ha.LeaseName(ha.DefaultGroup, "pod-c"), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	require.GreaterOrEqual(t, aClock.Since(aStart), short.lease+4*short.lease, "collected only CollectAfter after it expired")
+	_, err := leases.Get(context.Background(), ha.LeaseName(ha.DefaultGroup, "pod-a"), metav1.GetOptions{})
+	require.NoError(t, err, "a keeps its own")
 }

@@ -77,6 +77,10 @@ type observation struct {
 	renewal   string
 	firstSeen time.Time
 	duration  time.Duration
+	// uid and resourceVersion are the Lease's, so that collecting it
+	// cannot delete a newer one.
+	uid             string
+	resourceVersion string
 }
 
 // selfState is what this replica knows of its own renewals.
@@ -161,4 +165,21 @@ func departureCause(member, self string, s selfState, gone map[string]bool) Caus
 	default:
 		return CauseMemberLost
 	}
+}
+
+// collectable are the Leases (by name) of members dead for longer than
+// after, oldest first, when self is the collector: the first live member
+// of view, so that one replica deletes them and the others need not write.
+func collectable(now time.Time, view View, observed map[string]observation, after time.Duration) []string {
+	if !view.SelfLive || len(view.Members) == 0 || view.Members[0] != view.Self {
+		return nil
+	}
+	var names []string
+	for name, o := range observed {
+		if o.member != view.Self && !now.Before(o.expiresAt().Add(after)) {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(x, y string) int { return observed[x].firstSeen.Compare(observed[y].firstSeen) })
+	return names
 }
