@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 type transport struct {
 	next   http.RoundTripper
 	writes atomic.Int64
+	reads  atomic.Int64
 	hang   atomic.Bool
 }
 
@@ -38,10 +39,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		<-req.Context().Done()
 		return nil, req.Context().Err()
 	}
-	switch req.Method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch:
-		if strings.Contains(req.URL.Path, "/leases") {
+	if strings.Contains(req.URL.Path, "/leases") {
+		switch req.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch:
 			t.writes.Add(1)
+		case http.MethodGet:
+			t.reads.Add(1)
 		}
 	}
 	return t.next.RoundTrip(req)
@@ -60,7 +63,7 @@ type timing struct{ lease, renew, retry time.Duration }
 
 var short = timing{lease: 3 * time.Second, renew: 2 * time.Second, retry: 500 * time.Millisecond}
 
-func namespace(t *testing.T) string {
+func namespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ha-"}}
 	created, err := clientset(t, nil).CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
@@ -68,7 +71,7 @@ func namespace(t *testing.T) string {
 	return created.Name
 }
 
-func clientset(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) kubernetes.Interface {
+func clientset(t testing.TB, wrap func(http.RoundTripper) http.RoundTripper) kubernetes.Interface {
 	t.Helper()
 	cfg := kube.Config()
 	if wrap != nil {
@@ -81,7 +84,7 @@ func clientset(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) kub
 }
 
 // start runs a member until the test ends (or stop).
-func start(t *testing.T, ns, id string, c clock.Clock, tm timing) *member {
+func start(t testing.TB, ns, id string, c clock.Clock, tm timing) *member {
 	t.Helper()
 	tr := &transport{}
 	cs := clientset(t, func(rt http.RoundTripper) http.RoundTripper { tr.next = rt; return tr })
@@ -103,7 +106,7 @@ func start(t *testing.T, ns, id string, c clock.Clock, tm timing) *member {
 
 // waitView waits for the first view of m that satisfies ok. The deadline
 // only ends a test that would hang; no duration is asserted.
-func waitView(t *testing.T, m *member, what string, ok func(ha.View) bool) ha.View {
+func waitView(t testing.TB, m *member, what string, ok func(ha.View) bool) ha.View {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
