@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -120,6 +121,12 @@ func New(cfg Config) (*Membership, error) {
 		return nil, errors.New("ha membership needs a client, a namespace and an identity")
 	}
 	cfg = withDefaults(cfg)
+	if errs := validation.IsDNS1123Subdomain(LeaseName(cfg.Group, cfg.Identity)); len(errs) > 0 {
+		return nil, fmt.Errorf("ha membership: lease name %q: %s", LeaseName(cfg.Group, cfg.Identity), strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(cfg.Group); len(errs) > 0 {
+		return nil, fmt.Errorf("ha membership: group %q: %s", cfg.Group, strings.Join(errs, "; "))
+	}
 	if cfg.RenewDeadline >= cfg.LeaseDuration || cfg.RetryPeriod >= cfg.RenewDeadline || cfg.RetryPeriod <= 0 {
 		return nil, fmt.Errorf("ha membership needs 0 < RetryPeriod (%s) < RenewDeadline (%s) < LeaseDuration (%s)",
 			cfg.RetryPeriod, cfg.RenewDeadline, cfg.LeaseDuration)
@@ -166,8 +173,9 @@ func withDefaults(cfg Config) Config {
 func LeaseName(group, identity string) string { return group + "-" + identity }
 
 // Run renews the Lease, watches the members' Leases and publishes views
-// until ctx ends. It returns without deleting the Lease (the others see
-// this replica expire); call Leave first for a graceful exit. The first
+// until ctx ends, then returns nil (an error only when it cannot start).
+// It returns without deleting the Lease (the others see this replica
+// expire); call Leave first for a graceful exit. The first
 // view comes once the members' Leases are listed, so a starting replica
 // never sees itself alone while others are live.
 func (m *Membership) Run(ctx context.Context) error {
@@ -185,7 +193,7 @@ func (m *Membership) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); informer.Run(ctx.Done()) }()
 	go func() { defer wg.Done(); m.renewLoop(ctx) }()
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return ctx.Err()
+		return nil // ctx ended first
 	}
 	m.mu.Lock()
 	m.synced = true

@@ -134,6 +134,8 @@ func TestNewRefusesAnInconsistentCadence(t *testing.T) {
 	require.ErrorContains(t, err, "RenewDeadline")
 	_, err = ha.New(ha.Config{Client: cs, Namespace: "ns"})
 	require.ErrorContains(t, err, "identity")
+	_, err = ha.New(ha.Config{Client: cs, Namespace: "ns", Identity: "Pod_A"})
+	require.ErrorContains(t, err, "lease name")
 	m, err := ha.New(ha.Config{Client: cs, Namespace: "ns", Identity: "pod-a"})
 	require.NoError(t, err, "controller-runtime's cadence is the default")
 	v, _ := m.Current()
