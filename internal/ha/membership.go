@@ -172,7 +172,7 @@ func withDefaults(cfg Config) Config {
 // LeaseName is the name of a member's Lease.
 func LeaseName(group, identity string) string { return group + "-" + identity }
 
-// Run renews the Lease, watches the members' Leases and publishes views
+// Run, once per Membership, renews the Lease, watches the members' Leases and publishes views
 // until ctx ends, then returns nil (an error only when it cannot start).
 // It returns without deleting the Lease (the others see this replica
 // expire); call Leave first for a graceful exit. The first
@@ -400,7 +400,9 @@ func (m *Membership) Suspend() {
 	m.kick()
 }
 
-// Resume renews again at once; this replica is back in its own view after
+// Resume renews again at once (that renewal may come less than a period
+// after the last: Resume is rare, and the budget is per steady period);
+// this replica is back in its own view after
 // that renewal succeeds (or at once, if its last one is younger than
 // RenewDeadline).
 func (m *Membership) Resume() {
