@@ -2,6 +2,7 @@ package ha_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"strings"
@@ -31,13 +32,21 @@ type transport struct {
 	next   http.RoundTripper
 	writes atomic.Int64
 	reads  atomic.Int64
+	// hang makes requests wait for their context; refuse fails them at
+	// once, as a stopped API server's refused connections do.
 	hang   atomic.Bool
+	refuse atomic.Bool
 }
+
+var errRefused = errors.New("connection refused (test)")
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.hang.Load() {
 		<-req.Context().Done()
 		return nil, req.Context().Err()
+	}
+	if t.refuse.Load() {
+		return nil, errRefused
 	}
 	if strings.Contains(req.URL.Path, "/leases") {
 		switch req.Method {

@@ -72,6 +72,12 @@ func TestALeavingMemberIsGoneAtOnce(t *testing.T) {
 }
 
 func TestAMemberThatCannotRenewFencesItselfBeforeTheOthersDropIt(t *testing.T) {
+	for _, mode := range []string{"hanging", "refused"} {
+		t.Run(mode, func(t *testing.T) { testFencing(t, mode) })
+	}
+}
+
+func testFencing(t *testing.T, mode string) {
 	ns := namespace(t)
 	// Each its own clock: a's stands still while c's runs, so what a sees
 	// of c at a given moment does not depend on how fast this machine is.
@@ -84,8 +90,12 @@ func TestAMemberThatCannotRenewFencesItselfBeforeTheOthersDropIt(t *testing.T) {
 		waitView(t, m, "both are live", members("pod-a", "pod-c"))
 	}
 
-	// c's API server stops answering: its renewals hang.
-	c.transport.hang.Store(true)
+	// c's API server stops answering: its renewals hang, or fail at once.
+	blocked := &c.transport.hang
+	if mode == "refused" {
+		blocked = &c.transport.refuse
+	}
+	blocked.Store(true)
 	stepUntil(t, cClock, func() bool { v, _ := c.Current(); return !v.SelfLive })
 	own, _ := c.Current()
 	require.Equal(t, []string{"pod-a"}, own.Members, "c gave itself up")
@@ -99,7 +109,7 @@ func TestAMemberThatCannotRenewFencesItselfBeforeTheOthersDropIt(t *testing.T) {
 
 	// The API server answers again: c renews and is back, in its own view
 	// and in a's.
-	c.transport.hang.Store(false)
+	blocked.Store(false)
 	stepUntil(t, cClock, func() bool { v, _ := c.Current(); return v.SelfLive })
 	stepUntil(t, aClock, func() bool { v, _ := a.Current(); return v.Has("pod-c") })
 }
