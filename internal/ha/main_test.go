@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/configbutler/gitops-reverser/internal/ha"
@@ -82,7 +83,12 @@ func namespace(t testing.TB) string {
 
 func clientset(t testing.TB, wrap func(http.RoundTripper) http.RoundTripper) kubernetes.Interface {
 	t.Helper()
-	cfg := kube.Config()
+	return clientsetFrom(t, kube.Config(), wrap)
+}
+
+func clientsetFrom(t testing.TB, cfg *rest.Config, wrap func(http.RoundTripper) http.RoundTripper) kubernetes.Interface {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg) // Wrap adds to the config: each member its own
 	if wrap != nil {
 		cfg.Wrap(wrap)
 	}
@@ -95,8 +101,14 @@ func clientset(t testing.TB, wrap func(http.RoundTripper) http.RoundTripper) kub
 // start runs a member until the test ends (or stop).
 func start(t testing.TB, ns, id string, c clock.Clock, tm timing) *member {
 	t.Helper()
+	return startAs(t, kube.Config(), ns, id, c, tm)
+}
+
+// startAs runs a member with the identity of cfg.
+func startAs(t testing.TB, cfg *rest.Config, ns, id string, c clock.Clock, tm timing) *member {
+	t.Helper()
 	tr := &transport{}
-	cs := clientset(t, func(rt http.RoundTripper) http.RoundTripper { tr.next = rt; return tr })
+	cs := clientsetFrom(t, cfg, func(rt http.RoundTripper) http.RoundTripper { tr.next = rt; return tr })
 	m, err := ha.New(ha.Config{Client: cs, Namespace: ns, Identity: id, Clock: c,
 		LeaseDuration: tm.lease, RenewDeadline: tm.renew, RetryPeriod: tm.retry})
 	require.NoError(t, err)

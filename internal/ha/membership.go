@@ -34,6 +34,12 @@ const (
 // namespace keep separate memberships.
 const GroupLabel = "gitops-reverser.configbutler.ai/ha-group"
 
+// LeaseVerbs are the verbs a Membership uses on coordination.k8s.io
+// leases in its namespace (read and renew its own, watch the others',
+// delete its own on Leave and a dead member's on collection): the
+// operator's Role must grant them.
+var LeaseVerbs = []string{"get", "list", "watch", "create", "update", "delete"}
+
 // Config configures a Membership. Client, Namespace and Identity are
 // required; the rest has defaults.
 type Config struct {

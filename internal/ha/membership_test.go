@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -170,4 +172,42 @@ func TestTheFirstMemberCollectsADeadMembersLease(t *testing.T) {
 	require.GreaterOrEqual(t, aClock.Since(aStart), short.lease+4*short.lease, "collected only CollectAfter after it expired")
 	_, err := leases.Get(context.Background(), ha.LeaseName(ha.DefaultGroup, "pod-a"), metav1.GetOptions{})
 	require.NoError(t, err, "a keeps its own")
+}
+
+func TestMembershipNeedsOnlyLeaseVerbsInItsNamespace(t *testing.T) {
+	ns := namespace(t)
+	ctx := context.Background()
+	admin := clientset(t, nil)
+	_, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "members"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: ha.LeaseVerbs}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "members"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "members"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "operator", Namespace: ns}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// The authorizer learns of the binding through its own informer: wait
+	// for it, since a frozen clock never retries a refused first renewal.
+	require.Eventually(t, func() bool {
+		review, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: "system:serviceaccount:" + ns + ":operator",
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: "delete", Group: "coordination.k8s.io", Resource: "leases"},
+			}}, metav1.CreateOptions{})
+		return err == nil && review.Status.Allowed
+	}, 60*time.Second, 20*time.Millisecond)
+	operator := kube.ConfigAsServiceAccount(ns, "operator")
+	frozen := clocktesting.NewFakeClock(time.Now())
+	a := startAs(t, operator, ns, "pod-a", frozen, short)
+	c := startAs(t, operator, ns, "pod-c", frozen, short)
+	for _, m := range []*member{a, c} {
+		waitView(t, m, "both are live", members("pod-a", "pod-c"))
+	}
+	require.NoError(t, c.Leave(ctx), "delete is granted")
+	waitView(t, a, "c left", members("pod-a"))
 }
