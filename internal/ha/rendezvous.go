@@ -1,13 +1,3 @@
-// Package ha is the membership and branch assignment of several operator
-// replicas: one Lease per replica says who is alive (membership.go),
-// rendezvous hashing says which live replica owns which branch
-// (rendezvous.go), and Decide turns a view of the live members into the
-// branches to take and to release (assign.go).
-//
-// It builds on client-go only (no controller-runtime) and reports to an
-// Observer, so it imports no Prometheus either. It decides; it does not
-// move work: the engine starts and stops branch workers from Decide's
-// answer, and takes a branch only with its per-branch claim in Redis.
 package ha
 
 import (
