@@ -211,3 +211,48 @@ func TestMembershipNeedsOnlyLeaseVerbsInItsNamespace(t *testing.T) {
 	require.NoError(t, c.Leave(ctx), "delete is granted")
 	waitView(t, a, "c left", members("pod-a"))
 }
+
+func TestLiveMembersOwnEveryBranchExactlyOnceBeforeAndAfterALoss(t *testing.T) {
+	ns := namespace(t)
+	branches := keys(500)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	replicas := map[string]*member{}
+	owners := map[string]*owner{}
+	for _, id := range []string{"pod-a", "pod-b", "pod-c"} {
+		replicas[id] = start(t, ns, id, clock.RealClock{}, short)
+		owners[id] = own(ctx, replicas[id], branches)
+	}
+	// partitioned: each live owner has acted on a view of exactly live, and
+	// together they own every branch once.
+	partitioned := func(live ...string) func() bool {
+		return func() bool {
+			seen := map[ha.BranchKey]int{}
+			for _, id := range live {
+				v, _ := replicas[id].Current()
+				owned, version := owners[id].snapshot()
+				if !members(live...)(v) || version != v.Version {
+					return false
+				}
+				for k := range owned {
+					seen[k]++
+				}
+			}
+			for _, k := range branches {
+				if seen[k] != 1 {
+					return false
+				}
+			}
+			return len(seen) == len(branches)
+		}
+	}
+	require.Eventually(t, partitioned("pod-a", "pod-b", "pod-c"), 60*time.Second, 20*time.Millisecond)
+	before, _ := owners["pod-a"].snapshot()
+
+	replicas["pod-c"].stop()
+	require.Eventually(t, partitioned("pod-a", "pod-b"), 60*time.Second, 20*time.Millisecond)
+	after, _ := owners["pod-a"].snapshot()
+	for k := range before {
+		require.True(t, after[k], "a kept %s: only c's branches moved", k)
+	}
+}

@@ -2,6 +2,8 @@ package ha_test
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,25 +13,46 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/ha"
 )
 
-// own runs the owner side of m as the engine would: on every view, Decide
-// over branches and take or release. It returns how many it owns, for the
-// caller to read once the test is done with m.
-func own(ctx context.Context, m *member, branches []ha.BranchKey) func() int {
-	owned := map[ha.BranchKey]bool{}
-	done := make(chan struct{})
+// owner is the owner side of a member as the engine would run it: on
+// every view, Decide over branches and take or release.
+type owner struct {
+	mu      sync.Mutex
+	owned   map[ha.BranchKey]bool
+	version uint64 // of the view the owned set follows
+	done    chan struct{}
+}
+
+func own(ctx context.Context, m *member, branches []ha.BranchKey) *owner {
+	o := &owner{owned: map[ha.BranchKey]bool{}, done: make(chan struct{})}
 	go func() {
-		defer close(done)
+		defer close(o.done)
 		for v := range m.Views(ctx) {
-			take, release := ha.Decide(v, branches, owned)
+			o.mu.Lock()
+			take, release := ha.Decide(v, branches, o.owned)
 			for _, k := range take {
-				owned[k] = true
+				o.owned[k] = true
 			}
 			for _, k := range release {
-				delete(owned, k)
+				delete(o.owned, k)
 			}
+			o.version = v.Version
+			o.mu.Unlock()
 		}
 	}()
-	return func() int { <-done; return len(owned) }
+	return o
+}
+
+// snapshot is what o owns and the view version it follows.
+func (o *owner) snapshot() (map[ha.BranchKey]bool, uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.owned), o.version
+}
+
+// count waits for o to stop (its context ended) and says how many it owns.
+func (o *owner) count() int {
+	<-o.done
+	return len(o.owned)
 }
 
 func TestALeaseIsWrittenAtMostOncePerRenewPeriodWhateverItOwns(t *testing.T) {
@@ -49,7 +72,7 @@ func TestALeaseIsWrittenAtMostOncePerRenewPeriodWhateverItOwns(t *testing.T) {
 	// fewer of them: this bound holds however loaded it is.
 	require.LessOrEqual(t, writes, int64(periods)+1, "%d writes in %d periods", writes, periods)
 	cancel()
-	require.Equal(t, 500, owned(), "alone, a owns every branch, with one Lease")
+	require.Equal(t, 500, owned.count(), "alone, a owns every branch, with one Lease")
 }
 
 // BenchmarkLeaseWrites measures the Lease writes of one replica that owns
@@ -73,7 +96,7 @@ func BenchmarkLeaseWrites(b *testing.B) {
 	writes := a.transport.writes.Load() - before
 	b.StopTimer()
 	cancel()
-	if n := owned(); n != 500 {
+	if n := owned.count(); n != 500 {
 		b.Fatalf("owns %d branches, want 500", n)
 	}
 	b.ReportMetric(float64(writes)/(float64(elapsed)/float64(ha.DefaultRetryPeriod)), "writes/period")
