@@ -19,7 +19,7 @@ type flags struct {
 	metricsAddr, probeAddr, pprofAddr, leaderElectionNS, operatorNamespace string
 	leaderElect                                                            bool
 	branchBufferMaxSize, additionalSensitive                               string
-	credentialNamespaces                                                   string
+	credentialNamespaces, replicaIdentity                                  string
 	targetResync                                                           time.Duration
 	attribution                                                            attributionFlags
 	redis                                                                  redisFlags
@@ -81,7 +81,7 @@ func defaultFlags() flags {
 	if ns == "" {
 		ns = "gitops-reverser"
 	}
-	return flags{metricsAddr: ":8080", probeAddr: ":8081", leaderElect: true, operatorNamespace: ns,
+	return flags{replicaIdentity: os.Getenv("POD_NAME"), metricsAddr: ":8080", probeAddr: ":8081", leaderElect: true, operatorNamespace: ns,
 		branchBufferMaxSize: "8Mi", targetResync: 30 * time.Second, commitRequestRetention: 24 * time.Hour,
 		redis: redisFlags{keyPrefix: redisconn.DefaultKeyPrefix},
 		attribution: attributionFlags{enabled: true, bindAddress: ":9444", source: operator.SourceAudit,
@@ -106,6 +106,8 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.targetResync, "target-resync-interval", f.targetResync, "How often a healthy GitTarget is checked again.")
 	fs.DurationVar(&f.commitRequestRetention, "commit-request-retention", f.commitRequestRetention,
 		"How long a finished CommitRequest is kept before it is deleted.")
+	fs.StringVar(&f.replicaIdentity, "replica-identity", f.replicaIdentity,
+		"This replica's name among several (--replica-count > 1): its Lease and branch claims; $POD_NAME when that is set.")
 	f.attribution.bind(fs)
 	f.redis.bind(fs)
 	f.admission.bind(fs)
@@ -159,7 +161,9 @@ func (a *attributionFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&a.keyFile, "audit-key-file", a.keyFile, "Private key of the audit ingress's serving certificate (PEM).")
 	fs.StringVar(&a.caFile, "audit-client-ca-file", a.caFile, "CA that signed the API server's audit client certificate (PEM).")
 	fs.BoolVar(&a.insecure, "audit-insecure", a.insecure, "Accept audit posts without a client certificate (never in production).")
-	fs.IntVar(&a.replicas, "replica-count", a.replicas, "How many replicas of the operator run (the memory transport needs exactly one).")
+	fs.IntVar(&a.replicas, "replica-count", a.replicas,
+		"How many replicas of the operator run. More than one share the branches (each runs the ones it owns) and need --redis-addr; "+
+			"the memory attribution transport needs exactly one.")
 	fs.StringVar(&a.source, "author-attribution-source", a.source,
 		"Where attribution facts come from: audit (the API server's audit webhook), admission (the admission observer, "+
 			"for managed clusters; needs --admission-webhook-port) or both (docs/attribution-admission.md).")
@@ -219,5 +223,6 @@ func (f flags) options() (operator.Options, error) {
 		BufferMax:            int(q.Value()), AdditionalSensitive: sensitive, TargetResync: f.targetResync,
 		RecoverPanic: true, Attribution: attribution, Admission: f.admission.options(),
 		CommitRequestRetention: f.commitRequestRetention, Redis: f.redis.options(),
+		Replicas: f.attribution.replicas, ReplicaIdentity: f.replicaIdentity,
 	}, nil
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -50,11 +51,18 @@ const (
 // requests after Retention.
 type CommitRequestReconciler struct {
 	Client client.Client
-	Engine interface {
+	// EveryReplica runs the controller on every replica: each answers the
+	// requests of the branches it owns.
+	EveryReplica bool
+	Engine       interface {
 		AttachCommitRequest(ctx context.Context, r *branch.Request) error
 		// Answered names the requests whose worker answered; the answer
 		// is the request's Outcome.
 		Answered() <-chan event.GenericEvent
+		// Owns and Assigned say which replica answers a request
+		// (engine.Ownership); with one replica, this one.
+		Owns(key branch.Key) bool
+		Assigned(key branch.Key) bool
 	}
 	// Submitters is the admission webhook's record; nil when the webhook is
 	// off, and every request then claims no actor.
@@ -97,7 +105,7 @@ func (r *CommitRequestReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.started = r.clock().Now()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha3.CommitRequest{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: ptr.To(!r.EveryReplica)}).
 		WatchesRawSource(source.Channel(r.Engine.Answered(), &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
@@ -112,6 +120,11 @@ func (r *CommitRequestReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			r.forget(req.NamespacedName, "")
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if owned, err := r.ownsRequest(ctx, cr); err != nil || !owned {
+		// Another replica runs its GitTarget's branch; looked at again in
+		// case this one takes the branch over.
+		return ctrl.Result{RequeueAfter: notOwnedRecheck}, err
 	}
 	if finished(cr) {
 		return r.collect(ctx, cr)
@@ -357,4 +370,24 @@ func (r *CommitRequestReconciler) finalizeTimeout() time.Duration {
 		return r.FinalizeTimeout
 	}
 	return defaultFinalizeTimeout
+}
+
+// notOwnedRecheck is how often a replica looks again at a CommitRequest
+// whose GitTarget's branch another replica runs.
+const notOwnedRecheck = 5 * time.Second
+
+// ownsRequest reports whether this replica answers cr: the one running its
+// GitTarget's branch, or, for a GitTarget that does not exist, the one the
+// assignment gives the GitTarget's name to. With one replica it always
+// does.
+func (r *CommitRequestReconciler) ownsRequest(ctx context.Context, cr *v1alpha3.CommitRequest) (bool, error) {
+	var target v1alpha3.GitTarget
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cr.Namespace, Name: cr.Spec.TargetRef.Name}, &target)
+	if apierrors.IsNotFound(err) {
+		return r.Engine.Assigned(branch.Key{ProviderNamespace: cr.Namespace, Branch: "GitTarget/" + cr.Spec.TargetRef.Name}), nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading GitTarget %s of CommitRequest %s: %w", cr.Spec.TargetRef.Name, cr.Name, err)
+	}
+	return r.Engine.Owns(branchOf(&target)), nil
 }

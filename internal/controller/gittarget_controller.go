@@ -34,6 +34,10 @@ type GitTargetReconciler struct {
 	// SecretNamespaceNotGranted. nil is every namespace.
 	CredentialNamespaces []string
 	Engine               *engine.Engine
+	// EveryReplica runs the controller on every replica, not the elected
+	// one only: with several replicas each runs the GitTargets of the
+	// branches it owns.
+	EveryReplica bool
 	// LocalConfig is the operator's own cluster, the source of a
 	// ClusterProvider without a kubeConfig.
 	LocalConfig *rest.Config
@@ -70,19 +74,33 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	var target v1alpha3.GitTarget
 	if err := r.Client.Get(ctx, req.NamespacedName, &target); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.Engine.ForgetTarget(branch.TargetKey{Namespace: req.Namespace, Name: req.Name})
 			r.Engine.RemoveTarget(ctx, branch.TargetKey{Namespace: req.Namespace, Name: req.Name})
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	if !target.DeletionTimestamp.IsZero() {
+		r.Engine.ForgetTarget(keyOf(&target))
+		r.Engine.RemoveTarget(ctx, keyOf(&target))
+		return reconcile.Result{}, nil
+	}
+	// With several replicas, the one owning the target's branch runs it and
+	// alone writes its status; the engine reconciles it again here when
+	// this replica takes the branch.
+	r.Engine.NoteTarget(keyOf(&target), branchOf(&target))
+	if !r.Engine.Owns(branchOf(&target)) {
 		r.Engine.RemoveTarget(ctx, keyOf(&target))
 		return reconcile.Result{}, nil
 	}
 	run := &targetRun{target: &target, conds: newTargetConditions(&target.Status.Conditions, target.Generation), requeue: r.resync()}
 	run.conds.suspended = target.Spec.Suspend
 	base := target.DeepCopy()
+	skipStatus := false
 	defer func() {
+		if skipStatus {
+			return
+		}
 		target.Status.ObservedGeneration = target.Generation
 		run.conds.summarize()
 		if perr := patchTargetStatus(ctx, r.Client, base, &target); perr != nil {
@@ -108,6 +126,12 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 			if errors.Is(err, errStop) {
 				return reconcile.Result{RequeueAfter: run.requeue}, nil
 			}
+			if errors.Is(err, engine.ErrNotOwner) {
+				// Released while this reconcile ran: the new owner writes the
+				// status.
+				skipStatus = true
+				return reconcile.Result{}, nil
+			}
 			if errors.Is(err, engine.ErrNotStarted) {
 				// The engine reconciles the target again once it starts; the
 				// requeue is the fallback.
@@ -129,4 +153,10 @@ func (r *GitTargetReconciler) resync() time.Duration {
 
 func keyOf(t *v1alpha3.GitTarget) branch.TargetKey {
 	return branch.TargetKey{Namespace: t.Namespace, Name: t.Name}
+}
+
+// branchOf is the branch worker a GitTarget writes through: its GitProvider
+// (in its namespace) and branch.
+func branchOf(t *v1alpha3.GitTarget) branch.Key {
+	return branch.Key{ProviderNamespace: t.Namespace, Provider: t.Spec.ProviderRef.Name, Branch: t.Spec.Branch}
 }

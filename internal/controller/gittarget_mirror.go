@@ -13,7 +13,6 @@ import (
 
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/forges"
-	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/engine"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/mirror"
@@ -38,7 +37,7 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 	run.spec.UID = run.target.UID
 	run.spec.Path = run.target.Spec.Path
 	run.spec.Placement = placementOf(run.target.Spec.Placement)
-	run.spec.Worker = branch.Key{ProviderNamespace: gp.Namespace, Provider: gp.Name, Branch: run.target.Spec.Branch}
+	run.spec.Worker = branchOf(run.target)
 	spec := engine.WorkerSpec{Key: run.spec.Worker, Provider: gp}
 	// Only a running worker is worth asking the cache about: at start no
 	// worker runs, and the cache may still be filling.
@@ -125,7 +124,7 @@ func (r *GitTargetReconciler) mirror(_ context.Context, run *targetRun) error {
 	}
 	run.spec.Suspended = run.target.Spec.Suspend
 	if err := r.Engine.ApplyTarget(run.spec); err != nil {
-		if errors.Is(err, engine.ErrNotStarted) {
+		if errors.Is(err, engine.ErrNotStarted) || errors.Is(err, engine.ErrNotOwner) {
 			return err
 		}
 		if errors.Is(err, engine.ErrWorkerReplaced) {

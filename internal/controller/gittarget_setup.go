@@ -8,9 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -30,6 +32,7 @@ import (
 func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gittarget").
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(!r.EveryReplica)}).
 		For(&v1alpha3.GitTarget{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, resyncRequested()))).
 		Watches(&v1alpha3.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.targetsOverlapping),
 			builder.WithPredicates(predicate.Or(deleted(), pathClaimChanged()))).

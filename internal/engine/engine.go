@@ -45,6 +45,9 @@ type Options struct {
 	CursorObserver mirror.CursorObserver
 	// Builders build what a worker commits with (PrepareWorker).
 	Builders Builders
+	// Ownership, when set, is which branches this replica runs (several
+	// replicas); nil runs every branch, on the elected replica.
+	Ownership Ownership
 	// ClaimsChanged, when set, is called after a target is applied or
 	// removed: LocalClaims may have changed (the admission observer's
 	// registration follows them). It must not block.
@@ -100,19 +103,29 @@ type Engine struct {
 	sources  map[string]*Source
 	workers  map[branch.Key]*workerEntry
 	targets  map[branch.TargetKey]*targetEntry
+	// branchOf is the branch of every GitTarget noted, owned here or not
+	// (ownership.go); releasing are the branches being handed over.
+	branchOf  map[branch.TargetKey]branch.Key
+	releasing map[branch.Key]bool
+	// handover serialises a release with the applies under way (read
+	// locked for each ApplyTarget), so no apply that saw the branch owned
+	// starts it again after its release.
+	handover sync.RWMutex
 }
 
 // New builds an engine; add it to the manager with mgr.Add.
 func New(opts Options) *Engine {
 	return &Engine{
-		opts:     opts,
-		outcomes: make(chan branch.Outcome, outcomeStreamSize),
-		changed:  newCoalescer(targetObject),
-		answered: newCoalescer(requestObject),
-		started:  make(chan struct{}),
-		sources:  map[string]*Source{},
-		workers:  map[branch.Key]*workerEntry{},
-		targets:  map[branch.TargetKey]*targetEntry{},
+		opts:      opts,
+		outcomes:  make(chan branch.Outcome, outcomeStreamSize),
+		changed:   newCoalescer(targetObject),
+		answered:  newCoalescer(requestObject),
+		started:   make(chan struct{}),
+		sources:   map[string]*Source{},
+		workers:   map[branch.Key]*workerEntry{},
+		targets:   map[branch.TargetKey]*targetEntry{},
+		branchOf:  map[branch.TargetKey]branch.Key{},
+		releasing: map[branch.Key]bool{},
 	}
 }
 
@@ -120,8 +133,10 @@ func New(opts Options) *Engine {
 // whose status should be refreshed.
 func (e *Engine) Changed() <-chan event.GenericEvent { return e.changed.out }
 
-// NeedLeaderElection: object-state work runs on the elected replica only.
-func (e *Engine) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: object-state work runs on the elected replica only,
+// unless the replicas share it by branch (Options.Ownership): then every
+// replica runs the branches it owns.
+func (e *Engine) NeedLeaderElection() bool { return e.opts.Ownership == nil }
 
 // Start runs until ctx ends, then stops every stream and lets every worker
 // commit what it holds; the outcomes of that last try are delivered too

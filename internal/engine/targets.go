@@ -87,6 +87,12 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	if err != nil {
 		return err
 	}
+	e.handover.RLock()
+	defer e.handover.RUnlock()
+	if !e.Owns(spec.Worker) {
+		e.RemoveTarget(runCtx, spec.Key)
+		return ErrNotOwner
+	}
 	src := e.SourceFor(spec.Source)
 	if src == nil {
 		return fmt.Errorf("source %s is not connected", spec.Source)

@@ -122,6 +122,13 @@ func (o *Assigner) Owns(key BranchKey) bool {
 	return o.owned[key]
 }
 
+// Assigned reports whether rendezvous gives key to this replica in the
+// current view, claimed or not.
+func (o *Assigner) Assigned(key BranchKey) bool {
+	view, _ := o.cfg.Members.Current()
+	return view.SelfLive && Owner(view.Members, key) == view.Self
+}
+
 // Kick asks for the assignment to be decided again: a GitTarget appeared,
 // moved to another branch, or went away. It never blocks.
 func (o *Assigner) Kick() {
@@ -212,10 +219,13 @@ func (o *Assigner) renew(ctx context.Context) {
 	}
 	var lost []string
 	var err error
-	if len(names) > 0 {
+	switch {
+	case len(names) > 0:
 		lost, err = o.cfg.Claims.Renew(ctx, o.cfg.Token, names, o.cfg.ClaimTTL)
-	} else if o.cfg.Ping != nil {
+	case o.cfg.Ping != nil:
 		err = o.cfg.Ping(ctx)
+	default:
+		return // nothing held and no way to look: no news of the store
 	}
 	now := o.cfg.Clock.Now()
 	if err != nil {

@@ -41,6 +41,12 @@ func (m *fakeMembers) publish(members ...string) {
 }
 
 func (m *fakeMembers) Suspend() { m.mu.Lock(); m.suspended = true; m.mu.Unlock() }
+
+func (m *fakeMembers) isSuspended() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.suspended
+}
 func (m *fakeMembers) Resume()  { m.mu.Lock(); m.suspended = false; m.mu.Unlock() }
 func (m *fakeMembers) Leave(context.Context) error {
 	m.mu.Lock()
@@ -138,7 +144,16 @@ func firstBranchOf(t *testing.T, keys []BranchKey, member string, members ...str
 
 func startAssigner(t *testing.T, members *fakeMembers, claims *fakeClaims, host *fakeHost, clk *clocktesting.FakeClock) (*Assigner, context.CancelFunc, chan error) {
 	t.Helper()
-	a, err := NewAssigner(AssignerConfig{Members: members, Claims: claims, Host: host, Token: "a-1", Clock: clk, Log: logr.Discard()})
+	ping := func(context.Context) error {
+		claims.mu.Lock()
+		defer claims.mu.Unlock()
+		if claims.down {
+			return errors.New("down")
+		}
+		return nil
+	}
+	a, err := NewAssigner(AssignerConfig{Members: members, Claims: claims, Host: host, Token: "a-1", Clock: clk, Ping: ping,
+		Log: logr.Discard()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -214,9 +229,15 @@ func TestTheAssignerGivesEverythingUpWhenItCannotRenewInTime(t *testing.T) {
 	clk.Step(2 * time.Second) // 10 s: the deadline
 	require.Equal(t, "release main graceful=false", host.next(t), "a fenced replica commits nothing")
 	require.False(t, a.Owns(k))
-	members.mu.Lock()
-	require.True(t, members.suspended)
-	members.mu.Unlock()
+	require.True(t, members.isSuspended())
+
+	claims.mu.Lock()
+	claims.down = false
+	claims.mu.Unlock()
+	require.Eventually(t, func() bool {
+		clk.Step(2 * time.Second)
+		return !members.isSuspended()
+	}, 5*time.Second, 10*time.Millisecond, "back in the membership once the store answers")
 }
 
 func TestABranchWhoseClaimWasLostStopsWithoutCommitting(t *testing.T) {

@@ -47,6 +47,11 @@ type Options struct {
 	// for a port-forward while investigating, not a Service.
 	PprofAddr               string
 	LeaderElect             bool
+	// Replicas is how many replicas run; more than one share the branches
+	// (internal/ha) and need Redis and a ReplicaIdentity each.
+	Replicas int
+	// ReplicaIdentity is this replica's name among them (the pod name).
+	ReplicaIdentity string
 	LeaderElectionNamespace string
 	// OperatorNamespace holds remote kubeconfig Secrets and the leader Lease.
 	OperatorNamespace string
@@ -147,8 +152,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	replicas, err := setupHA(mgr, o, redis, reg)
+	if err != nil {
+		return err
+	}
 	fw := newForgeWiring(fm)
-	engineOpts := engine.Options{
+	engineOpts := engine.Options{Ownership: replicas.ownership(),
 		LocalConfig: o.Config, Policy: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive},
 		BufferMax: o.BufferMax, Log: ctrl.Log.WithName("engine"), Metrics: m, Attribution: pipeline.engineAttribution(),
 		Builders: engine.Builders{Secrets: mgr.GetAPIReader(), ForgeTransport: fw.transport, Pacers: fw.pacers},
@@ -165,6 +174,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	engineOpts.ClaimsChanged = observed.changed()
 	eng = engine.New(engineOpts)
+	replicas.bind(eng)
 	if err := mgr.Add(eng); err != nil {
 		return fmt.Errorf("adding the engine: %w", err)
 	}
@@ -239,7 +249,7 @@ func checkOptions(o *Options) error {
 			return fmt.Errorf("redis: %w", err)
 		}
 	}
-	return nil
+	return checkHA(o)
 }
 
 // waitUntilStartable waits for the API server and checks access while
@@ -311,13 +321,14 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 		{"GitProvider", &controller.GitProviderReconciler{Client: c, SecretReader: secrets, Budgets: fm, ForgeTransport: forgeTransport,
 			Pacers: pacers, BudgetRefreshDelay: o.ProviderBudgetRefresh, CredentialNamespaces: credentialNamespaces(o), Events: recorder}},
 		{"GitTarget", &controller.GitTargetReconciler{Client: c, SecretReader: secrets, Metadata: mgr.GetCache(), CredentialNamespaces: credentialNamespaces(o),
-			Engine: eng, LocalConfig: o.Config,
+			Engine: eng, LocalConfig: o.Config, EveryReplica: o.Replicas > 1,
 			OperatorNamespace: o.OperatorNamespace, ResyncInterval: o.TargetResync, Events: recorder}},
 		{"ClusterProvider", &controller.ClusterProviderReconciler{Client: c, SecretReader: secrets, LocalConfig: o.Config,
 			OperatorNamespace: o.OperatorNamespace, Events: recorder}},
 		{"WatchRule", &controller.RuleReconciler{Client: c, Engine: eng}},
 		{"ClusterWatchRule", &controller.RuleReconciler{Client: c, Engine: eng, Cluster: true}},
 		{"CommitRequest", &controller.CommitRequestReconciler{Client: c, TargetReader: mgr.GetAPIReader(), Engine: eng, Submitters: submitters,
+			EveryReplica: o.Replicas > 1,
 			Retention: o.CommitRequestRetention}},
 	}
 	for _, r := range reconcilers {
