@@ -219,9 +219,9 @@ func TestAttributionRefusesToRender(t *testing.T) {
 	}{
 		{"cert-manager missing", "attribution: {enabled: true, certManager: {enabled: true}}\n", nil,
 			"attribution.certManager.enabled=true needs cert-manager (the cert-manager.io/v1 API) in the cluster"},
-		{"two replicas refused by the schema", "replicaCount: 2\n" + attributionOn, nil, "at '/replicaCount': maximum: got 2, want 1"},
-		// The schema caps replicaCount until high availability exists;
-		// the memory transport's own check stays when that cap goes.
+		{"two replicas refused by the schema", "replicaCount: 2\n" + attributionOn, nil, "at '/redis/addr': minLength: got 0, want 1"},
+		// The schema asks several replicas for Redis; the memory transport's
+		// own check stays behind it.
 		{"two replicas refused by the memory transport check", "replicaCount: 2\n" + attributionOn, []string{"--skip-schema-validation"},
 			"attribution.enabled=true keeps audit facts in memory in one process (--author-attribution-transport=memory) and needs replicaCount: 1, not 2"},
 		{"a route that is no name", "attribution: {enabled: true, auditRoute: Prod/x}\n", nil, "at '/attribution/auditRoute'"},

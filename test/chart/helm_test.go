@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -183,6 +184,7 @@ func TestTemplateDefaults(t *testing.T) {
 		env[e.(map[string]any)["name"].(string)] = e.(map[string]any)["valueFrom"].(map[string]any)
 	}
 	require.Equal(t, "metadata.namespace", env["POD_NAMESPACE"]["fieldRef"].(map[string]any)["fieldPath"])
+	require.Equal(t, "metadata.name", env["POD_NAME"]["fieldRef"].(map[string]any)["fieldPath"], "the replica's name")
 	require.Equal(t, "limits.memory", env["GOMEMLIMIT"]["resourceFieldRef"].(map[string]any)["resource"])
 
 	rules, _, _ := unstructured.NestedSlice(oneOfKind(t, objs, "ClusterRole").Object, "rules")
@@ -281,7 +283,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		name, values string
 		want         []string
 	}{
-		{"two replicas", "replicaCount: 2\n", []string{"at '/replicaCount': maximum: got 2, want 1"}},
+		{"two replicas without Redis", "replicaCount: 2\n", []string{"at '/redis/addr': minLength: got 0, want 1"}},
 		{"unknown credentials type", "credentials: {type: gitea}\n",
 			[]string{"at '/credentials/type': value must be one of 'none', 'existingSecret', 'githubApp', 'token', 'ssh'"}},
 		{"existingSecret without a name", "credentials: {type: existingSecret}\n",
@@ -350,4 +352,29 @@ func secretRules(objs []*unstructured.Unstructured, verbs string) []string {
 		}
 	}
 	return where
+}
+
+// Several replicas with Redis: each is told how many run (they share the
+// branches), and the leader-election Role also lets them keep and watch
+// one membership Lease each and delete a dead member's.
+func TestSeveralReplicasShareTheBranches(t *testing.T) {
+	leaseVerbs := func(objs []*unstructured.Unstructured) []any {
+		for _, role := range byKind(objs, "Role") {
+			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+			for _, r := range rules {
+				if slices.Contains(r.(map[string]any)["resources"].([]any), any("leases")) {
+					return r.(map[string]any)["verbs"].([]any)
+				}
+			}
+		}
+		return nil
+	}
+	one := render(t, "gr", "gitops-reverser", "")
+	require.Equal(t, []any{"get", "create", "update"}, leaseVerbs(one))
+	require.NotContains(t, containerArgs(t, one), "--replica-count=1")
+
+	three := render(t, "gr", "gitops-reverser", "replicaCount: 3\nredis: {addr: \"redis:6379\"}\n")
+	require.Equal(t, []any{"get", "list", "watch", "create", "update", "delete"}, leaseVerbs(three))
+	require.Contains(t, containerArgs(t, three), "--replica-count=3")
+	require.EqualValues(t, 3, oneOfKind(t, three, "Deployment").Object["spec"].(map[string]any)["replicas"])
 }
