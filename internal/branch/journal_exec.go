@@ -1,0 +1,295 @@
+package branch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/configbutler/gitops-reverser/internal/redisstore"
+)
+
+// Journal is the durable write queue a worker journals into: one log per
+// branch, every write fenced by the branch's claim. redisstore.Journal is
+// the implementation; the worker names its branch Key.String() in it.
+type Journal interface {
+	// Append adds entries and then stores cursors, atomically per batch,
+	// while token holds the claim, and returns the IDs of the entries
+	// that went in (on an error, those of the batches before it). A
+	// wrapped redisstore.ErrNotOwner: the claim is another's.
+	Append(ctx context.Context, branch, token string, entries [][]byte, cursors map[string]string) ([]string, error)
+	// Trim removes every entry up to upTo and the entries ids, fenced.
+	Trim(ctx context.Context, branch, token, upTo string, ids ...string) (int64, error)
+	// Read returns the branch's entries, oldest first.
+	Read(ctx context.Context, branch string) ([]redisstore.JournalEntry, error)
+}
+
+var _ Journal = (*redisstore.Journal)(nil)
+
+// JournalBatch is the most records the executor buffers before it appends
+// them, even while events keep coming (a replay's thousands of writes go
+// in appends of this size, never one round trip a write).
+const JournalBatch = 500
+
+// ErrClaimLost is what Run returns when the journal refused a write
+// because another replica holds the branch's claim: the worker committed
+// nothing after it learnt so, and stopped (OutcomeLost).
+var ErrClaimLost = errors.New("the branch's claim is held by another replica")
+
+// ErrJournalUnsealed refuses a journaled worker without a sealer: the
+// first Secret it mirrored could not be journaled, and its cursor would
+// pass a write a crash then loses. See Config.CheckJournal.
+var ErrJournalUnsealed = errors.New("a journaled branch worker needs a JournalSealer (the shared journal key)")
+
+// journalExec is the executor's side of the journal; nil on a worker
+// without one, which then does no journal I/O at all.
+type journalExec struct {
+	journal Journal
+	name    string
+	token   string
+	codec   JournalCodec
+	obs     JournalObserver
+	// index says which window each appended entry went into.
+	index JournalIndex
+	// buffered are records the core took that are not appended yet, in
+	// order; cursors go with (after) them in the next append.
+	buffered []bufferedRecord
+	cursors  map[string]string
+	// trim is a trim Redis did not take, tried again with the next.
+	trim JournalTrim
+	// late is set after an append failed: records appended afterwards may
+	// belong to windows committed meanwhile, so the next append settles.
+	late bool
+	// restoring holds the journal read at start until it is stepped into
+	// the core (restoreDue).
+	restoring []JournalItem
+	// lost is set once the journal refused a write as not the owner's.
+	lost bool
+}
+
+type bufferedRecord struct {
+	rec  JournalRecord
+	data []byte
+}
+
+// CheckJournal says whether the journal settings can run: a journal needs
+// a claim token and a sealer. Sensitive writes are not left out of the
+// journal instead: the cursor stored with the writes around one would
+// pass it, and a crash would lose the Secret's change for good.
+func (c *Config) CheckJournal() error {
+	if c.Journal == nil {
+		return nil
+	}
+	if c.ClaimToken == "" {
+		return fmt.Errorf("branch worker %s: a journal without a claim token", c.Key)
+	}
+	if c.JournalSealer == nil {
+		return fmt.Errorf("branch worker %s: %w", c.Key, ErrJournalUnsealed)
+	}
+	return nil
+}
+
+func newJournaling(cfg Config) *journalExec {
+	if cfg.Journal == nil {
+		return nil
+	}
+	obs := cfg.JournalObserver
+	if obs == nil {
+		obs = nopJournalObserver{}
+	}
+	return &journalExec{journal: cfg.Journal, name: cfg.Key.String(), token: cfg.ClaimToken,
+		codec: JournalCodec{Sealer: cfg.JournalSealer}, obs: obs, cursors: map[string]string{}}
+}
+
+// Journaled reports whether the worker journals (Config.Journal): its
+// cursors then go with its journal (JournalCursors).
+func (w *Worker) Journaled() bool { return w.jr != nil }
+
+// record buffers ev's journal record, taken at now, right after the core
+// stepped it (the window it went into is Core.LastWindow then), and
+// appends once JournalBatch records wait.
+func (w *Worker) record(ctx context.Context, now time.Time, ev Event) {
+	if w.jr == nil || w.jr.lost || !Journaled(ev) {
+		return
+	}
+	rec := JournalRecord{At: now, Window: w.core.LastWindow(), Event: ev}
+	data, _, err := w.jr.codec.Encode(rec)
+	if err != nil {
+		// Only a sealer failing gets here (CheckJournal makes sure there
+		// is one): the write is committed from memory, not journaled.
+		w.cfg.Log.Error(err, "cannot journal a write; it is committed, but a crash before then loses it")
+		return
+	}
+	w.jr.buffered = append(w.jr.buffered, bufferedRecord{rec: rec, data: data})
+	if len(w.jr.buffered) >= JournalBatch {
+		w.appendJournal(ctx)
+	}
+}
+
+// appendJournal appends what is buffered, records then cursors, in one
+// round trip (Journal.Append splits a larger batch), and reports whether
+// the worker may go on committing: false once the claim is lost. Redis
+// failing keeps the records for the next append; the worker commits on
+// from memory meanwhile, and the cursors wait with them.
+func (w *Worker) appendJournal(ctx context.Context) bool {
+	jr := w.jr
+	if jr == nil {
+		return true
+	}
+	if jr.lost {
+		return false
+	}
+	if len(jr.buffered) == 0 && len(jr.cursors) == 0 {
+		return true
+	}
+	entries := make([][]byte, len(jr.buffered))
+	for i, b := range jr.buffered {
+		entries[i] = b.data
+	}
+	ids, err := jr.journal.Append(ctx, jr.name, jr.token, entries, jr.cursors)
+	for i, id := range ids {
+		jr.index.Add(id, jr.buffered[i].rec)
+	}
+	jr.buffered = append(jr.buffered[:0], jr.buffered[len(ids):]...)
+	if err != nil {
+		return w.journalFailed("append", err)
+	}
+	clear(jr.cursors)
+	if jr.late {
+		jr.late = false
+		w.settleJournal(ctx)
+	}
+	w.observeJournal()
+	return !jr.lost
+}
+
+// journalFailed handles a journal write Redis refused: a lost claim stops
+// the worker; anything else is retried with the next write.
+func (w *Worker) journalFailed(op string, err error) bool {
+	if errors.Is(err, redisstore.ErrNotOwner) {
+		w.loseClaim(err)
+		return false
+	}
+	w.jr.late = true
+	w.cfg.Log.Info("cannot journal; committing from memory and retrying with the next write", "op", op, "error", err.Error())
+	return true
+}
+
+// settleJournal trims the entries of windows the core no longer holds,
+// with any trim that failed before. Call it after the core took a
+// CommittedEvent or a dropping TargetEvent, never after a discarding
+// stop: a discarded core's windows go to the next owner.
+func (w *Worker) settleJournal(ctx context.Context) {
+	jr := w.jr
+	if jr == nil || jr.lost {
+		return
+	}
+	trim := jr.trim.Merge(jr.index.Settle(w.core.HeldWindows()))
+	if trim.Empty() {
+		return
+	}
+	if _, err := jr.journal.Trim(ctx, jr.name, jr.token, trim.UpTo, trim.Delete...); err != nil {
+		jr.trim = trim
+		w.journalFailed("trim", err)
+		return
+	}
+	jr.trim = JournalTrim{}
+	w.observeJournal()
+}
+
+// settles reports whether the core's event ev may have let windows go:
+// a commit's result, or a target dropped.
+func settles(ev Event) bool {
+	switch e := ev.(type) {
+	case CommittedEvent:
+		return true
+	case TargetEvent:
+		return e.Remove || e.Suspend
+	}
+	return false
+}
+
+// loseClaim stops every commit and journal write of this worker: another
+// replica owns the branch now and restores what this one journaled. Run
+// ends after the current message (ErrClaimLost) and the engine is told
+// (OutcomeLost), so it can drop the worker and its targets' watches.
+func (w *Worker) loseClaim(err error) {
+	if w.jr.lost {
+		return
+	}
+	w.jr.lost = true
+	w.cfg.Log.Info("the branch's claim is another replica's; committing nothing more and stopping", "error", err.Error())
+	w.emit(Outcome{Kind: OutcomeLost, Err: fmt.Errorf("branch %s: %w", w.cfg.Key, ErrClaimLost)})
+}
+
+func (w *Worker) claimLost() bool { return w.jr != nil && w.jr.lost }
+
+// cursorMsg asks for cursors to be journaled after every write queued
+// before them.
+type cursorMsg struct {
+	values func(head string) map[string]string
+	done   func(error)
+}
+
+// JournalCursors stores resume cursors in the journal, in the same append
+// as (after) every write queued before this call, so no cursor is stored
+// ahead of a write it advances past. values is called on the worker's
+// goroutine with the branch head the worker knows ("" when it has read
+// none): Git holds that commit, and what the cursors pass beyond it is in
+// the journal. done is called, without blocking, with the append's error
+// (nil once stored); a worker that stops first never calls it. Without a
+// journal it answers ErrNoJournal at once.
+func (w *Worker) JournalCursors(ctx context.Context, values func(head string) map[string]string, done func(error)) error {
+	if w.jr == nil {
+		return ErrNoJournal
+	}
+	return w.send(ctx, cursorMsg{values: values, done: done})
+}
+
+// ErrNoJournal: the worker has no journal to store cursors in.
+var ErrNoJournal = errors.New("the branch worker has no journal")
+
+func (w *Worker) journalCursors(ctx context.Context, m cursorMsg) {
+	w.restoreNow(ctx)
+	maps.Copy(w.jr.cursors, m.values(w.settledHead()))
+	if !w.appendJournal(ctx) {
+		m.done(ErrClaimLost)
+		return
+	}
+	if len(w.jr.cursors) > 0 {
+		// The append failed: the caller keeps them for its next try.
+		clear(w.jr.cursors)
+		m.done(errors.New("the journal did not take the cursors; see the worker's log"))
+		return
+	}
+	m.done(nil)
+}
+
+// observeJournal tells the observer how many entries this worker's
+// journal holds and how long the oldest has waited (its ID's stamp).
+func (w *Worker) observeJournal() {
+	marks := w.jr.index.Marks
+	var age time.Duration
+	if len(marks) > 0 {
+		age = entryAge(w.cfg.Clock.Now(), marks[0].ID)
+	}
+	w.jr.obs.JournalDepth(w.cfg.Key, int64(len(marks)), age)
+}
+
+// entryAge is how long ago a stream entry ID ("<ms>-<seq>") was stamped.
+func entryAge(now time.Time, id string) time.Duration {
+	ms, _, _ := strings.Cut(id, "-")
+	stamp, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return max(now.Sub(time.UnixMilli(stamp)), 0)
+}
+
+type nopJournalObserver struct{}
+
+func (nopJournalObserver) JournalDepth(Key, int64, time.Duration) {}
+func (nopJournalObserver) JournalGone(Key)                        {}
