@@ -46,13 +46,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		case msg := <-w.in:
 			w.handle(ctx, msg)
 			if len(w.in) == 0 {
-				// Nothing queued behind: what the core took is journaled
-				// now, so a burst goes in a few appends and a lone write
-				// in one without waiting.
-				w.appendJournal(ctx)
+				w.appendLingered(ctx)
 			}
 		case <-timer.C():
-			w.tick(ctx)
+			w.timerFired(ctx)
 		}
 	}
 }
@@ -129,6 +126,25 @@ func (w *Worker) act(ctx context.Context, actions []Action, queue []Event) {
 // setObserved sets what the core reads of the executor before a step.
 func (w *Worker) setObserved() {
 	w.core.Silence, w.core.Queued, w.core.ChainLimit = w.commitWindow(), len(w.in), chainLimit(w.cfg.Forge)
+}
+
+// timerFired runs what the timer was set for: the journal's linger
+// (appendLingered), a restored journal's wait for its targets, the core's
+// tick.
+func (w *Worker) timerFired(ctx context.Context) {
+	now := w.cfg.Clock.Now()
+	other := false
+	if due, ok := w.journalDue(); ok && !now.Before(due) {
+		w.appendJournal(ctx)
+		other = true
+	}
+	if w.jr != nil && len(w.jr.restoring) > 0 && !now.Before(w.restoreBy) {
+		w.restoreNow(ctx)
+		other = true
+	}
+	if !other || !now.Before(w.wake) {
+		w.tick(ctx)
+	}
 }
 
 func (w *Worker) tick(ctx context.Context) {
@@ -222,6 +238,9 @@ func (w *Worker) resetTimer(timer clock.Timer) {
 	wake := w.wake
 	if w.jr != nil && len(w.jr.restoring) > 0 && w.restoreBy.Before(wake) {
 		wake = w.restoreBy
+	}
+	if due, ok := w.journalDue(); ok && due.Before(wake) {
+		wake = due
 	}
 	timer.Reset(max(wake.Sub(w.cfg.Clock.Now()), 0))
 }

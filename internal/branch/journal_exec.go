@@ -31,7 +31,9 @@ var _ Journal = (*redisstore.Journal)(nil)
 
 // JournalBatch is the most records the executor buffers before it appends
 // them, even while events keep coming (a replay's thousands of writes go
-// in appends of this size, never one round trip a write).
+// in appends of this size, never one round trip a write). Fewer are
+// appended before a commit runs, with cursors, and once the oldest has
+// waited Config.JournalLinger.
 const JournalBatch = 500
 
 // ErrClaimLost is what Run returns when the journal refused a write
@@ -127,6 +129,30 @@ func (w *Worker) record(ctx context.Context, now time.Time, ev Event) {
 	if len(w.jr.buffered) >= JournalBatch {
 		w.appendJournal(ctx)
 	}
+}
+
+// DefaultJournalLinger is how long a record waits for others to share its
+// append while the worker has nothing queued (Config.JournalLinger): a
+// replay whose objects arrive a little slower than the worker takes them
+// still goes in appends of many, and a lone write waits this long. A
+// crash within it loses no change: the record's cursor is not stored yet,
+// so the watch delivers it again.
+const DefaultJournalLinger = 10 * time.Millisecond
+
+// appendLingered appends once the oldest buffered record has waited the
+// linger; the loop's timer comes back for it otherwise (journalDue).
+func (w *Worker) appendLingered(ctx context.Context) {
+	if due, ok := w.journalDue(); ok && !w.cfg.Clock.Now().Before(due) {
+		w.appendJournal(ctx)
+	}
+}
+
+// journalDue is when the buffered records are appended at the latest.
+func (w *Worker) journalDue() (time.Time, bool) {
+	if w.jr == nil || w.jr.lost || len(w.jr.buffered) == 0 {
+		return time.Time{}, false
+	}
+	return w.jr.buffered[0].rec.At.Add(w.cfg.JournalLinger), true
 }
 
 // appendJournal appends what is buffered, records then cursors, in one

@@ -71,6 +71,9 @@ type Config struct {
 	JournalSealer JournalSealer
 	// JournalObserver is told the journal's depth and age (metrics).
 	JournalObserver JournalObserver
+	// JournalLinger is how long a record may wait to share an append
+	// (DefaultJournalLinger when zero).
+	JournalLinger time.Duration
 }
 
 // DefaultConflictBackoff waits 100 ms before the first conflict replay,
@@ -110,6 +113,9 @@ func (c *Config) defaults() {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.JournalLinger <= 0 {
+		c.JournalLinger = DefaultJournalLinger
 	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}
