@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/internal/redisstore"
@@ -279,7 +277,6 @@ func (w *Worker) JournalCursors(ctx context.Context, values func(head string) ma
 var ErrNoJournal = errors.New("the branch worker has no journal")
 
 func (w *Worker) journalCursors(ctx context.Context, m cursorMsg) {
-	w.restoreNow(ctx)
 	maps.Copy(w.jr.cursors, m.values(w.settledHead()))
 	if !w.appendJournal(ctx) {
 		m.done(ErrClaimLost)
@@ -300,19 +297,9 @@ func (w *Worker) observeJournal() {
 	marks := w.jr.index.Marks
 	var age time.Duration
 	if len(marks) > 0 {
-		age = entryAge(w.cfg.Clock.Now(), marks[0].ID)
+		age = redisstore.EntryAge(w.cfg.Clock.Now(), marks[0].ID)
 	}
 	w.jr.obs.JournalDepth(w.cfg.Key, int64(len(marks)), age)
-}
-
-// entryAge is how long ago a stream entry ID ("<ms>-<seq>") was stamped.
-func entryAge(now time.Time, id string) time.Duration {
-	ms, _, _ := strings.Cut(id, "-")
-	stamp, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return max(now.Sub(time.UnixMilli(stamp)), 0)
 }
 
 type nopJournalObserver struct{}

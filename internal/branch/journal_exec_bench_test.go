@@ -14,14 +14,15 @@ import (
 // BenchmarkJournaledReplay: a replay of 2,000 objects into a journaled
 // worker (real redis-server), until every write is journaled; no commit
 // (the window stays open). burst sends as fast as the worker takes them;
-// paced does ~20 µs of hashing per object first, as a stream preparing
-// objects does, so the worker often finds its queue empty. appends/op is
+// paced does ~20 µs and slow ~200 µs of hashing per object first, as a
+// stream preparing objects does, so the worker often finds its queue
+// empty and the linger (JournalLinger) gathers the records. appends/op is
 // the round trips the journal cost per replay.
 func BenchmarkJournaledReplay(b *testing.B) {
 	for _, mode := range []struct {
 		name string
 		work int
-	}{{"burst", 0}, {"paced", 40}} {
+	}{{"burst", 0}, {"paced", 40}, {"slow", 400}} {
 		b.Run(mode.name, func(b *testing.B) {
 			r := startJournal(b)
 			repo := "bench-replay-" + mode.name

@@ -22,7 +22,8 @@ import (
 // redisJournal is a branch journal and its claims on a real redis-server
 // of the test's own.
 type redisJournal struct {
-	journal *redisstore.Journal
+	// journal is what workers journal into: the Redis one, or a wrapper.
+	journal branch.Journal
 	claims  *redisstore.Claims
 	client  *goredis.Client
 }
@@ -116,6 +117,8 @@ type running struct {
 	err    error
 }
 
+// runWorker starts a worker on an existing repository; the test's end
+// stops it as the operator does.
 func runWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forge, tune func(*branch.Config)) *running {
 	t.Helper()
 	client, err := gogit.New(gogit.Options{URL: git.FileURL(repo)})
@@ -133,7 +136,7 @@ func runWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forge,
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() { defer close(r.done); r.err = r.w.Run(ctx) }()
-	t.Cleanup(r.kill)
+	t.Cleanup(func() { cancel(); <-r.done })
 	require.NoError(t, r.w.SetTarget(ctx, branch.Target{Key: target, Path: "mirror"}))
 	return r
 }
@@ -176,17 +179,29 @@ func writeAll(t *testing.T, w *branch.Worker, writes []func(*branch.Worker) erro
 	}
 }
 
+// reference commits writes with a worker without a journal, on repo.
+func reference(t *testing.T, repo string, writes []func(*branch.Worker) error) {
+	t.Helper()
+	w := newWorker(t, repo, nil, nil)
+	writeAll(t, w, writes)
+	flush(t, w)
+}
+
+// ownedRepo creates repo and starts a worker journaling into r under
+// token, which holds the branch's claim.
+func (r *redisJournal) ownedRepo(t *testing.T, repo, token string, forge func(forges.Forge) forges.Forge) *running {
+	t.Helper()
+	_, err := git.CreateBareRepo(repo)
+	require.NoError(t, err)
+	r.claim(t, repo, token)
+	return runWorker(t, repo, forge, journaledBy(t, r.journal, token))
+}
+
 func TestAWorkerWithAJournalCommitsAsOneWithoutAndEmptiesIt(t *testing.T) {
 	r := startJournal(t)
 	writes := authoredWrites(20)
-	plain := newWorker(t, "unjournaled", nil, nil)
-	writeAll(t, plain, writes)
-	flush(t, plain)
-
-	_, err := git.CreateBareRepo("journaled")
-	require.NoError(t, err)
-	r.claim(t, "journaled", "replica-a")
-	journaled := runWorker(t, "journaled", nil, journaledBy(t, r.journal, "replica-a"))
+	reference(t, "unjournaled", writes)
+	journaled := r.ownedRepo(t, "journaled", "replica-a", nil)
 	writeAll(t, journaled.w, writes)
 	flush(t, journaled.w)
 
@@ -205,15 +220,8 @@ func (downForge) Commit(context.Context, forges.CommitRequest) (forges.CommitRes
 func TestAWorkerKilledMidWindowIsRestoredByTheNextOwnerVersionByVersion(t *testing.T) {
 	r := startJournal(t)
 	writes := authoredWrites(50)
-	reference := newWorker(t, "uncrashed", nil, nil)
-	writeAll(t, reference, writes)
-	flush(t, reference)
-
-	_, err := git.CreateBareRepo("crashed")
-	require.NoError(t, err)
-	r.claim(t, "crashed", "replica-a")
-	first := runWorker(t, "crashed", func(f forges.Forge) forges.Forge { return downForge{f} },
-		journaledBy(t, r.journal, "replica-a"))
+	reference(t, "uncrashed", writes)
+	first := r.ownedRepo(t, "crashed", "replica-a", func(f forges.Forge) forges.Forge { return downForge{f} })
 	writeAll(t, first.w, writes)
 	require.Eventually(t, func() bool { return r.entries(t, "crashed") == 50 }, 10*time.Second, 10*time.Millisecond)
 	first.kill()
@@ -230,16 +238,16 @@ func TestAWorkerKilledMidWindowIsRestoredByTheNextOwnerVersionByVersion(t *testi
 
 func TestCursorsAreJournaledAfterTheWritesTheyPass(t *testing.T) {
 	r := startJournal(t)
-	_, err := git.CreateBareRepo("cursors")
-	require.NoError(t, err)
-	r.claim(t, "cursors", "replica-a")
 	counting := &countingJournal{Journal: r.journal}
-	run := runWorker(t, "cursors", nil, journaledBy(t, counting, "replica-a"))
+	r.journal = counting
+	run := r.ownedRepo(t, "cursors", "replica-a", nil)
 	store := func(rv string) {
 		t.Helper()
 		stored := make(chan error, 1)
 		require.NoError(t, run.w.JournalCursors(context.Background(),
-			func(head string) map[string]string { return map[string]string{"uid:/v1/configmaps:team": "f " + rv + " " + head} },
+			func(head string) map[string]string {
+				return map[string]string{"uid:/v1/configmaps:team": "f " + rv + " " + head}
+			},
 			func(err error) { stored <- err }))
 		require.NoError(t, <-stored)
 	}
@@ -305,11 +313,9 @@ func TestAJournalWithoutASealerIsRefused(t *testing.T) {
 // fast as the worker takes them, cost a few appends, not one each.
 func TestAReplayIsJournaledInAFewAppends(t *testing.T) {
 	r := startJournal(t)
-	_, err := git.CreateBareRepo("replay-appends")
-	require.NoError(t, err)
-	r.claim(t, "replay-appends", "replica-a")
 	counting := &countingJournal{Journal: r.journal}
-	run := runWorker(t, "replay-appends", nil, journaledBy(t, counting, "replica-a"))
+	r.journal = counting
+	run := r.ownedRepo(t, "replay-appends", "replica-a", nil)
 	for i := range 2000 {
 		wr := cm(fmt.Sprintf("o%d", i), "1")
 		wr.Replay = true
