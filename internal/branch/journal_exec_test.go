@@ -210,30 +210,64 @@ func TestAWorkerWithAJournalCommitsAsOneWithoutAndEmptiesIt(t *testing.T) {
 	require.Zero(t, r.entries(t, "journaled"), "every entry was trimmed once its commit went through")
 }
 
-// downForge refuses every commit: the windows stay in the worker.
-type downForge struct{ forges.Forge }
-
-func (downForge) Commit(context.Context, forges.CommitRequest) (forges.CommitResult, error) {
-	return forges.CommitResult{}, errors.New("the forge is down")
+// downAfter takes the first n commits, one window each (it chains
+// nothing), and refuses the rest: the windows after them stay in the
+// worker.
+type downAfter struct {
+	forges.Forge
+	mu sync.Mutex
+	n  int
 }
 
-func TestAWorkerKilledMidWindowIsRestoredByTheNextOwnerVersionByVersion(t *testing.T) {
-	r := startJournal(t)
-	writes := authoredWrites(50)
-	reference(t, "uncrashed", writes)
-	first := r.ownedRepo(t, "crashed", "replica-a", func(f forges.Forge) forges.Forge { return downForge{f} })
-	writeAll(t, first.w, writes)
-	require.Eventually(t, func() bool { return r.entries(t, "crashed") == 50 }, 10*time.Second, 10*time.Millisecond)
-	first.kill()
-	require.Empty(t, commits(t, "crashed"), "the first owner committed nothing")
+func (d *downAfter) Commit(ctx context.Context, req forges.CommitRequest) (forges.CommitResult, error) {
+	d.mu.Lock()
+	up := d.n > 0
+	d.n--
+	d.mu.Unlock()
+	if !up {
+		return forges.CommitResult{}, errors.New("the forge is down")
+	}
+	return d.Forge.Commit(ctx, req)
+}
 
-	r.claim(t, "crashed", "replica-b")
-	second := runWorker(t, "crashed", nil, journaledBy(t, r.journal, "replica-b"))
-	flush(t, second.w)
-	require.Equal(t, trees(t, "uncrashed"), trees(t, "crashed"),
-		"every window the first owner accepted is its own commit, by its author, as without the crash")
-	require.Len(t, commits(t, "crashed"), 10)
-	require.Zero(t, r.entries(t, "crashed"))
+// TestAWorkerKilledMidWindowIsRestoredByTheNextOwnerVersionByVersion: 50
+// writes by two authors taking turns every five are ten windows. The first
+// owner is killed (discarded: no last commit) with them journaled, and a
+// new owner under another claim commits what the first did not, each
+// window its own commit by its author, as a worker that never crashed.
+func TestAWorkerKilledMidWindowIsRestoredByTheNextOwnerVersionByVersion(t *testing.T) {
+	writes := authoredWrites(50)
+	for _, tc := range []struct {
+		name string
+		// committed is how many windows the first owner commits before
+		// its forge goes down; the journal then holds the pending windows
+		// and the open one, the committed ones trimmed.
+		committed int
+	}{{name: "nothing-committed"}, {name: "three-committed", committed: 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startJournal(t)
+			reference(t, "uncrashed-"+tc.name, writes)
+			repo := "crashed-" + tc.name
+			first := r.ownedRepo(t, repo, "replica-a", func(f forges.Forge) forges.Forge {
+				return &downAfter{Forge: f, n: tc.committed}
+			})
+			writeAll(t, first.w, writes)
+			want := 50 - 5*tc.committed
+			require.Eventually(t, func() bool { return len(commits(t, repo)) == tc.committed && r.entries(t, repo) == want },
+				10*time.Second, 10*time.Millisecond)
+			first.kill()
+			require.Len(t, commits(t, repo), tc.committed)
+			require.Equal(t, want, r.entries(t, repo), "the killed owner's writes wait in the journal")
+
+			r.claim(t, repo, "replica-b")
+			second := runWorker(t, repo, nil, journaledBy(t, r.journal, "replica-b"))
+			flush(t, second.w)
+			require.Equal(t, trees(t, "uncrashed-"+tc.name), trees(t, repo),
+				"every window the first owner accepted is its own commit, by its author, as without the crash")
+			require.Len(t, commits(t, repo), 10)
+			require.Zero(t, r.entries(t, repo))
+		})
+	}
 }
 
 func TestCursorsAreJournaledAfterTheWritesTheyPass(t *testing.T) {

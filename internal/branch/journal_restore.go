@@ -90,6 +90,9 @@ func (w *Worker) restoreNow(ctx context.Context) {
 	w.setObserved()
 	index, actions := RestoreJournal(w.core, items)
 	w.jr.index = *index
+	// What a restored drop removed (a target removed or suspended before
+	// the old owner committed its writes) is trimmed now.
+	w.settleJournal(ctx)
 	w.observeJournal()
 	w.act(ctx, actions, nil)
 }
