@@ -15,6 +15,7 @@ import (
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/forges/gogit"
 	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/encryption"
 	"github.com/configbutler/gitops-reverser/internal/redisstore"
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
@@ -119,7 +120,11 @@ type running struct {
 
 // runWorker starts a worker on an existing repository; the test's end
 // stops it as the operator does.
-func runWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forge, tune func(*branch.Config)) *running {
+// The worker writes the test's target at "mirror", or each of targets
+// when given.
+func runWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forge, tune func(*branch.Config),
+	targets ...branch.Target,
+) *running {
 	t.Helper()
 	client, err := gogit.New(gogit.Options{URL: git.FileURL(repo)})
 	require.NoError(t, err)
@@ -137,7 +142,12 @@ func runWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forge,
 	r.cancel = cancel
 	go func() { defer close(r.done); r.err = r.w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-r.done })
-	require.NoError(t, r.w.SetTarget(ctx, branch.Target{Key: target, Path: "mirror"}))
+	if len(targets) == 0 {
+		targets = []branch.Target{{Key: target, Path: "mirror"}}
+	}
+	for _, tg := range targets {
+		require.NoError(t, r.w.SetTarget(ctx, tg))
+	}
 	return r
 }
 
@@ -268,6 +278,34 @@ func TestAWorkerKilledMidWindowIsRestoredByTheNextOwnerVersionByVersion(t *testi
 			require.Zero(t, r.entries(t, repo))
 		})
 	}
+}
+
+// TestASecretIsSealedInTheJournalAndRestored: a sensitive write is
+// journaled sealed (it cannot be read without the key), and a new owner
+// with the same key commits it encrypted.
+func TestASecretIsSealedInTheJournalAndRestored(t *testing.T) {
+	r := startJournal(t)
+	id, _, err := encryption.GenerateIdentity(time.Now())
+	require.NoError(t, err)
+	enc, err := encryption.New(encryption.Keys{Identities: []string{id}})
+	require.NoError(t, err)
+	first := r.ownedRepo(t, "sealed", "replica-a", func(f forges.Forge) forges.Forge { return &downAfter{Forge: f} })
+	setEncryptor(t, first.w, enc)
+	write(t, first.w, branch.Author{}, secret("db", "aHVudGVyMg=="))
+	require.Eventually(t, func() bool { return r.entries(t, "sealed") == 1 }, 10*time.Second, 10*time.Millisecond)
+	first.kill()
+	entries, err := r.journal.Read(context.Background(), branchOf("sealed"))
+	require.NoError(t, err)
+	_, err = branch.DecodeJournal(entries[0].Data)
+	require.ErrorIs(t, err, branch.ErrSensitiveUnsealed, "without the key the entry cannot be read")
+
+	r.claim(t, "sealed", "replica-b")
+	second := runWorker(t, "sealed", nil, journaledBy(t, r.journal, "replica-b"),
+		branch.Target{Key: target, Path: "mirror", Encryptor: enc})
+	flush(t, second.w)
+	file := show(t, "sealed", "mirror/team/secrets/db.sops.yaml")
+	require.NotContains(t, file, "aHVudGVyMg==")
+	require.Zero(t, r.entries(t, "sealed"))
 }
 
 func TestCursorsAreJournaledAfterTheWritesTheyPass(t *testing.T) {
