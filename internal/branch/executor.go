@@ -267,13 +267,13 @@ func (w *Worker) shutdown() {
 	// The run context has ended: the last try has its own deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Journaled first: whatever the stop does, the next owner finds every
-	// write this worker took.
-	w.appendJournal(ctx)
+	// Journaled first, even within an outage's backoff: whatever the stop
+	// does, the next owner finds every write this worker took.
+	w.appendBuffered(ctx, true)
 	w.step(ctx, StopEvent{Discard: discard})
 	w.step(ctx, StoppedEvent{})
 	if n := len(w.core.pending); n > 0 {
-		w.cfg.Log.Info("stopping with writes not committed; the next replay restores them", "windows", n)
+		w.cfg.Log.Info("stopping with writes not committed; the journal or the next replay restores them", "windows", n)
 	}
 	if w.jr != nil {
 		w.jr.obs.JournalGone(w.cfg.Key)

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/configbutler/gitops-reverser/internal/redisstore"
+	"github.com/configbutler/gitops-reverser/internal/retry"
 )
 
 // Journal is the durable write queue a worker journals into: one log per
@@ -68,6 +72,11 @@ type journalExec struct {
 	restoring []JournalItem
 	// lost is set once the journal refused a write as not the owner's.
 	lost bool
+	// failing is set while Redis does not answer: no journal write is
+	// tried before retryAt, which backoff spaces.
+	failing bool
+	retryAt time.Time
+	backoff wait.Backoff
 }
 
 type bufferedRecord struct {
@@ -92,7 +101,7 @@ func (c *Config) CheckJournal() error {
 	return nil
 }
 
-func newJournaling(cfg Config) *journalExec {
+func newJournalExec(cfg Config) *journalExec {
 	if cfg.Journal == nil {
 		return nil
 	}
@@ -150,23 +159,33 @@ func (w *Worker) journalDue() (time.Time, bool) {
 	if w.jr == nil || w.jr.lost || len(w.jr.buffered) == 0 {
 		return time.Time{}, false
 	}
-	return w.jr.buffered[0].rec.At.Add(w.cfg.JournalLinger), true
+	due := w.jr.buffered[0].rec.At.Add(w.cfg.JournalLinger)
+	if w.jr.retryAt.After(due) {
+		due = w.jr.retryAt
+	}
+	return due, true
 }
 
 // appendJournal appends what is buffered, records then cursors, in one
 // round trip (Journal.Append splits a larger batch), and reports whether
 // the worker may go on committing: false once the claim is lost. Redis
-// failing keeps the records for the next append; the worker commits on
-// from memory meanwhile, and the cursors wait with them.
-func (w *Worker) appendJournal(ctx context.Context) bool {
+// failing keeps the records for a later append and is not tried again
+// before a backoff (journalRetry), so an outage costs neither a stall on
+// every commit nor a log line every linger; the worker commits on from
+// memory meanwhile, and cursors are not stored.
+func (w *Worker) appendJournal(ctx context.Context) bool { return w.appendBuffered(ctx, false) }
+
+// appendBuffered is appendJournal; force tries even within the backoff
+// (a stopping worker's last append).
+func (w *Worker) appendBuffered(ctx context.Context, force bool) bool {
 	jr := w.jr
-	if jr == nil {
+	switch {
+	case jr == nil:
 		return true
-	}
-	if jr.lost {
+	case jr.lost:
 		return false
-	}
-	if len(jr.buffered) == 0 && len(jr.cursors) == 0 {
+	case len(jr.buffered) == 0 && len(jr.cursors) == 0,
+		!force && w.cfg.Clock.Now().Before(jr.retryAt):
 		return true
 	}
 	entries := make([][]byte, len(jr.buffered))
@@ -182,6 +201,7 @@ func (w *Worker) appendJournal(ctx context.Context) bool {
 		return w.journalFailed("append", err)
 	}
 	clear(jr.cursors)
+	w.journalAnswered()
 	if jr.late {
 		jr.late = false
 		w.settleJournal(ctx)
@@ -190,16 +210,35 @@ func (w *Worker) appendJournal(ctx context.Context) bool {
 	return !jr.lost
 }
 
+// journalRetry spaces the tries of a journal Redis does not answer.
+var journalRetry = retry.Exponential(100*time.Millisecond, 10*time.Second)
+
 // journalFailed handles a journal write Redis refused: a lost claim stops
-// the worker; anything else is retried with the next write.
+// the worker; anything else is tried again after a backoff, and told to
+// the log once per outage.
 func (w *Worker) journalFailed(op string, err error) bool {
+	jr := w.jr
 	if errors.Is(err, redisstore.ErrNotOwner) {
 		w.loseClaim(err)
 		return false
 	}
-	w.jr.late = true
-	w.cfg.Log.Info("cannot journal; committing from memory and retrying with the next write", "op", op, "error", err.Error())
+	jr.late = true
+	if !jr.failing {
+		jr.failing, jr.backoff = true, journalRetry
+		w.cfg.Log.Info("cannot journal; committing from memory, and cursors wait until Redis answers", "op", op, "error", err.Error())
+	} else {
+		w.cfg.Log.V(1).Info("cannot journal yet", "op", op, "error", err.Error())
+	}
+	jr.retryAt = w.cfg.Clock.Now().Add(jr.backoff.Step())
 	return true
+}
+
+// journalAnswered ends an outage: Redis took a journal write.
+func (w *Worker) journalAnswered() {
+	if w.jr.failing {
+		w.jr.failing, w.jr.retryAt = false, time.Time{}
+		w.cfg.Log.Info("journaling again")
+	}
 }
 
 // settleJournal trims the entries of windows the core no longer holds,
@@ -211,16 +250,22 @@ func (w *Worker) settleJournal(ctx context.Context) {
 	if jr == nil || jr.lost {
 		return
 	}
-	trim := jr.trim.Merge(jr.index.Settle(w.core.HeldWindows()))
-	if trim.Empty() {
+	held := w.core.HeldWindows()
+	// Records not appended yet (Redis failing) whose windows went out need
+	// no journal any more; the markers stay, for what was appended before.
+	jr.buffered = slices.DeleteFunc(jr.buffered, func(b bufferedRecord) bool {
+		return fills(b.rec.Event) && !held[b.rec.Window]
+	})
+	jr.trim = jr.trim.Merge(jr.index.Settle(held))
+	if jr.trim.Empty() || w.cfg.Clock.Now().Before(jr.retryAt) {
 		return
 	}
-	if _, err := jr.journal.Trim(ctx, jr.name, jr.token, trim.UpTo, trim.Delete...); err != nil {
-		jr.trim = trim
+	if _, err := jr.journal.Trim(ctx, jr.name, jr.token, jr.trim.UpTo, jr.trim.Delete...); err != nil {
 		w.journalFailed("trim", err)
 		return
 	}
 	jr.trim = JournalTrim{}
+	w.journalAnswered()
 	w.observeJournal()
 }
 

@@ -23,6 +23,7 @@ import (
 // redisJournal is a branch journal and its claims on a real redis-server
 // of the test's own.
 type redisJournal struct {
+	server *harness.Redis
 	// journal is what workers journal into: the Redis one, or a wrapper.
 	journal branch.Journal
 	claims  *redisstore.Claims
@@ -36,7 +37,7 @@ func startJournal(t testing.TB) *redisJournal {
 	t.Cleanup(server.Stop)
 	client := goredis.NewClient(&goredis.Options{Addr: server.Addr()})
 	t.Cleanup(func() { _ = client.Close() })
-	return &redisJournal{journal: &redisstore.Journal{Client: client, Prefix: "test:", CursorTTL: time.Minute},
+	return &redisJournal{server: server, journal: &redisstore.Journal{Client: client, Prefix: "test:", CursorTTL: time.Minute},
 		claims: &redisstore.Claims{Client: client, Prefix: "test:"}, client: client}
 }
 
@@ -371,6 +372,34 @@ func TestAWorkerWhoseClaimWasTakenCommitsNothingMore(t *testing.T) {
 	require.ErrorIs(t, run.err, branch.ErrClaimLost)
 	require.Len(t, commits(t, "deposed"), 1, "no commit after the claim was lost")
 	require.Zero(t, r.entries(t, "deposed"), "nothing of the deposed owner reached the new owner's journal")
+}
+
+// TestARedisOutageCommitsFromMemoryAndJournalsAgainAfter: while Redis
+// does not answer the worker commits what it took from memory; once Redis
+// is back (empty: no persistence, so the engine claims the branch again)
+// it journals again.
+func TestARedisOutageCommitsFromMemoryAndJournalsAgainAfter(t *testing.T) {
+	r := startJournal(t)
+	run := r.ownedRepo(t, "outage", "replica-a", nil)
+	write(t, run.w, branch.Author{}, cm("a", "1"))
+	flush(t, run.w)
+
+	r.server.Stop()
+	write(t, run.w, branch.Author{}, cm("a", "2"))
+	flush(t, run.w)
+	require.Len(t, commits(t, "outage"), 2, "the outage holds no commit back")
+	require.Contains(t, show(t, "outage", "mirror/team/configmaps/a.yaml"), `v: "2"`)
+
+	require.NoError(t, r.server.Restart())
+	r.claim(t, "outage", "replica-a")
+	write(t, run.w, branch.Author{}, cm("a", "3"))
+	require.Eventually(t, func() bool {
+		entries, err := r.journal.Read(context.Background(), branchOf("outage"))
+		return err == nil && len(entries) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the write after the outage is journaled")
+	flush(t, run.w)
+	require.Len(t, commits(t, "outage"), 3)
+	require.Zero(t, r.entries(t, "outage"))
 }
 
 func TestAJournalWithoutASealerIsRefused(t *testing.T) {

@@ -194,7 +194,7 @@ func New(cfg Config) *Worker {
 		state:   newBranchState(cfg.Forge, cfg.Key.Branch),
 		waiters: map[uint64]func(Outcome){},
 		stopped: make(chan struct{}),
-		jr:      newJournaling(cfg),
+		jr:      newJournalExec(cfg),
 	}
 }
 
