@@ -83,3 +83,47 @@ func runBenchWorker(b *testing.B, repo string, tune func(*branch.Config)) *branc
 	}
 	return w
 }
+
+// BenchmarkJournalOverhead: 500 changed ConfigMaps written and flushed
+// (one commit to a real Git remote), by a worker without a journal and by
+// one journaling into a real redis-server: what the journal adds to a
+// window end to end (its appends, the append before the commit, the trim).
+func BenchmarkJournalOverhead(b *testing.B) {
+	for _, journaled := range []bool{false, true} {
+		name := "none"
+		if journaled {
+			name = "journaled"
+		}
+		b.Run(name, func(b *testing.B) {
+			repo := "bench-overhead-" + name
+			if _, err := git.CreateBareRepo(repo); err != nil {
+				b.Fatal(err)
+			}
+			tune := func(*branch.Config) {}
+			var counting *countingJournal
+			if journaled {
+				r := startJournal(b)
+				r.claim(b, repo, "replica-a")
+				counting = &countingJournal{Journal: r.journal}
+				tune = journaledBy(b, counting, "replica-a")
+			}
+			w := runBenchWorker(b, repo, tune)
+			b.ResetTimer()
+			for i := range b.N {
+				for j := range 500 {
+					if err := w.Write(b.Context(), target, branch.Author{}, cm(fmt.Sprintf("o%d", j), fmt.Sprint(i))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := w.Flush(b.Context(), target); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if counting != nil {
+				appends, _ := counting.counts()
+				b.ReportMetric(float64(appends)/float64(b.N), "appends/op")
+			}
+		})
+	}
+}
