@@ -43,7 +43,7 @@ helm: ## Compile Helm into Go's build cache (the first time on a machine: about 
 # Packages whose code runs goroutines of its own are tested under the race
 # detector; the rest without it (the detector slows a run several times).
 # Each package is tested once: the second run leaves out the race packages.
-RACE_PKGS := ./internal/branch/... ./internal/kubecache/... ./internal/watch/... ./internal/discovery/... ./internal/engine/... ./internal/mirror/... ./internal/operator/... ./internal/audit/... ./internal/facts/... ./internal/attribution/... ./internal/admission/... ./internal/redisstore/... ./internal/redisconn/... ./forges/...
+RACE_PKGS := ./internal/branch/... ./internal/ha/... ./internal/kubecache/... ./internal/watch/... ./internal/discovery/... ./internal/engine/... ./internal/mirror/... ./internal/operator/... ./internal/audit/... ./internal/facts/... ./internal/attribution/... ./internal/admission/... ./internal/redisstore/... ./internal/redisconn/... ./forges/...
 
 .PHONY: test
 test: test-binaries helm vet ## Run every test against the real components (concurrent packages under -race)

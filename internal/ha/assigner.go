@@ -1,0 +1,296 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+)
+
+// Claims are the per-branch claims in the shared store
+// (redisstore.Claims): the fence between two replicas whose views briefly
+// disagree. Branches are named by BranchKey.String().
+type Claims interface {
+	Acquire(ctx context.Context, branch, token string, ttl time.Duration) (bool, error)
+	Renew(ctx context.Context, token string, branches []string, ttl time.Duration) (lost []string, err error)
+	Release(ctx context.Context, branch, token string) (bool, error)
+}
+
+// Host runs the work of the branches this replica owns (the engine).
+type Host interface {
+	// Branches are the branches of every GitTarget this replica knows of,
+	// owned or not: what the assignment spreads.
+	Branches() []BranchKey
+	// Take starts a branch just claimed (its GitTargets are reconciled,
+	// their watches resume, its journal is restored).
+	Take(key BranchKey)
+	// Release stops a branch's work and returns once it is stopped.
+	// Graceful: its worker commits what it holds first (a handover);
+	// otherwise its claim is lost and it stops at once, committing
+	// nothing (the journal keeps its writes for the next owner).
+	Release(ctx context.Context, key BranchKey, graceful bool)
+}
+
+// Members is what the owner reads of Membership.
+type Members interface {
+	Current() (View, <-chan struct{})
+	Suspend()
+	Resume()
+	Leave(ctx context.Context) error
+}
+
+// AssignerConfig configures an Assigner. Members, Claims, Host and Token are
+// required.
+type AssignerConfig struct {
+	Members Members
+	Claims  Claims
+	Host    Host
+	// Token is this process's claim token: the replica identity and a
+	// value new for every start, so a restarted pod of the same name does
+	// not inherit claims its previous process held.
+	Token string
+	// ClaimTTL is how long a claim outlives its last renewal: the Lease
+	// duration, so a crashed owner's branches are free about when the
+	// others count it dead. Default 15 s.
+	ClaimTTL time.Duration
+	// RenewPeriod is how often the claims are renewed (one round trip for
+	// all of them). Default 2 s.
+	RenewPeriod time.Duration
+	// RenewDeadline is how long renewals may fail before this replica
+	// gives up every branch and suspends its membership: below ClaimTTL, so
+	// it stops before another replica can win its claims. Default 10 s.
+	RenewDeadline time.Duration
+	// Ping checks the shared store while no claim is held (Renew of none
+	// sends nothing); nil skips it.
+	Ping     func(ctx context.Context) error
+	Clock    clock.WithTicker
+	Observer Observer
+	Log      logr.Logger
+}
+
+// Assigner acts on the views of Membership: it releases what the assignment
+// gives to another member, claims and takes what it gives to this one,
+// keeps its claims renewed, and gives every branch up (suspending its
+// membership) when it cannot renew them in time. Owns answers the
+// reconcilers; Kick tells it the set of branches changed.
+type Assigner struct {
+	cfg  AssignerConfig
+	kick chan struct{}
+
+	mu    sync.Mutex
+	owned map[BranchKey]bool
+
+	// loop state, touched only by Run's goroutine
+	prev        View
+	lastRenewed time.Time
+	fenced      bool
+}
+
+// NewAssigner fills cfg's defaults.
+func NewAssigner(cfg AssignerConfig) (*Assigner, error) {
+	if cfg.Members == nil || cfg.Claims == nil || cfg.Host == nil || cfg.Token == "" {
+		return nil, errors.New("an HA assigner needs its membership, claims, host and token")
+	}
+	if cfg.ClaimTTL <= 0 {
+		cfg.ClaimTTL = 15 * time.Second
+	}
+	if cfg.RenewPeriod <= 0 {
+		cfg.RenewPeriod = 2 * time.Second
+	}
+	if cfg.RenewDeadline <= 0 {
+		cfg.RenewDeadline = 10 * time.Second
+	}
+	if cfg.RenewDeadline >= cfg.ClaimTTL {
+		return nil, errors.New("an HA assigner's renew deadline must be below its claim TTL")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
+	return &Assigner{cfg: cfg, kick: make(chan struct{}, 1), owned: map[BranchKey]bool{}}, nil
+}
+
+// Owns reports whether this replica owns key now.
+func (o *Assigner) Owns(key BranchKey) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.owned[key]
+}
+
+// Kick asks for the assignment to be decided again: a GitTarget appeared,
+// moved to another branch, or went away. It never blocks.
+func (o *Assigner) Kick() {
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run acts on every view, kick and renew period until ctx ends, then hands
+// every branch over (its worker commits what it holds, its claim is
+// released) and leaves the membership, so the others take over at once.
+func (o *Assigner) Run(ctx context.Context) error {
+	o.lastRenewed = o.cfg.Clock.Now()
+	tick := o.cfg.Clock.NewTicker(o.cfg.RenewPeriod)
+	defer tick.Stop()
+	for {
+		view, changed := o.cfg.Members.Current()
+		o.assign(ctx, view)
+		select {
+		case <-ctx.Done():
+			o.handOverAll()
+			return nil
+		case <-changed:
+		case <-o.kick:
+		case <-tick.C():
+			o.renew(ctx)
+		}
+	}
+}
+
+// assign releases, then takes, what Decide says under view. A branch whose
+// claim another replica still holds (its release is under way, or it
+// crashed and the claim has not expired) is tried again next period.
+func (o *Assigner) assign(ctx context.Context, view View) {
+	defer func() { o.prev = view }()
+	if view.Version == 0 {
+		return // before the first view: not even this replica is known
+	}
+	take, release := Decide(view, o.cfg.Host.Branches(), o.snapshot())
+	for _, k := range release {
+		o.release(ctx, k, true)
+		o.cfg.Observer.Handover(CauseOf(o.prev, view, k))
+	}
+	for _, k := range take {
+		won, err := o.cfg.Claims.Acquire(ctx, k.String(), o.cfg.Token, o.cfg.ClaimTTL)
+		if err != nil {
+			o.cfg.Log.Error(err, "claiming a branch; trying again next period", "branch", k.String())
+			continue
+		}
+		if !won {
+			continue
+		}
+		o.setOwned(k, true)
+		o.cfg.Host.Take(k)
+		cause := CauseOf(o.prev, view, k)
+		o.cfg.Observer.Handover(cause)
+		if d, ok := o.departureOf(view, k); ok {
+			o.cfg.Observer.Failover(o.cfg.Clock.Since(d.LastRenewed))
+		}
+		o.cfg.Log.Info("took the branch", "branch", k.String(), "cause", string(cause))
+	}
+	o.cfg.Observer.Owned(o.count())
+}
+
+// departureOf is the departure of the member that owned k before view,
+// when it left in view (a failover, not a handover).
+func (o *Assigner) departureOf(view View, k BranchKey) (Departure, bool) {
+	before := Owner(o.prev.Members, k)
+	if before == "" || before == view.Self {
+		return Departure{}, false
+	}
+	d, ok := view.Departed(before)
+	return d, ok && d.Cause != CauseGraceful
+}
+
+// renew keeps the claims alive. A claim lost (expired, or taken after a
+// long cut-off) stops its branch at once; renewals failing for
+// RenewDeadline give every branch up and suspend the membership, so this
+// replica stops before another can win its claims.
+func (o *Assigner) renew(ctx context.Context) {
+	owned := o.snapshot()
+	names := make([]string, 0, len(owned))
+	byName := make(map[string]BranchKey, len(owned))
+	for k := range owned {
+		names = append(names, k.String())
+		byName[k.String()] = k
+	}
+	var lost []string
+	var err error
+	if len(names) > 0 {
+		lost, err = o.cfg.Claims.Renew(ctx, o.cfg.Token, names, o.cfg.ClaimTTL)
+	} else if o.cfg.Ping != nil {
+		err = o.cfg.Ping(ctx)
+	}
+	now := o.cfg.Clock.Now()
+	if err != nil {
+		if !o.fenced && now.Sub(o.lastRenewed) >= o.cfg.RenewDeadline {
+			o.cfg.Log.Error(err, "the shared store is unreachable: giving every branch up until it is back")
+			o.fenced = true
+			o.cfg.Members.Suspend()
+			for k := range owned {
+				o.release(ctx, k, false)
+			}
+		}
+		return
+	}
+	o.lastRenewed = now
+	if o.fenced {
+		o.fenced = false
+		o.cfg.Members.Resume()
+	}
+	for _, name := range lost {
+		o.cfg.Log.Info("lost the claim on a branch: stopping it without committing", "branch", name)
+		o.release(ctx, byName[name], false)
+	}
+}
+
+// release stops k and gives its claim up (a lost claim has none to give).
+func (o *Assigner) release(ctx context.Context, k BranchKey, graceful bool) {
+	o.cfg.Host.Release(ctx, k, graceful)
+	o.setOwned(k, false)
+	if !graceful {
+		return
+	}
+	if _, err := o.cfg.Claims.Release(ctx, k.String(), o.cfg.Token); err != nil {
+		// The claim expires after ClaimTTL; the next owner waits that long.
+		o.cfg.Log.Error(err, "releasing the claim on a branch", "branch", k.String())
+	}
+}
+
+// handOverAll is the graceful shutdown: every branch committed and
+// released, then the Lease deleted so the others count this replica gone
+// at once rather than a Lease duration later.
+func (o *Assigner) handOverAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), o.cfg.ClaimTTL)
+	defer cancel()
+	for k := range o.snapshot() {
+		o.release(ctx, k, true)
+		o.cfg.Observer.Handover(CauseGraceful)
+	}
+	o.cfg.Observer.Owned(0)
+	if err := o.cfg.Members.Leave(ctx); err != nil {
+		o.cfg.Log.Error(err, "leaving the membership; the others wait for the Lease to expire")
+	}
+}
+
+func (o *Assigner) snapshot() map[BranchKey]bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[BranchKey]bool, len(o.owned))
+	for k := range o.owned {
+		out[k] = true
+	}
+	return out
+}
+
+func (o *Assigner) setOwned(k BranchKey, own bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if own {
+		o.owned[k] = true
+	} else {
+		delete(o.owned, k)
+	}
+}
+
+func (o *Assigner) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.owned)
+}

@@ -1,0 +1,238 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// fakeMembers publishes views by hand.
+type fakeMembers struct {
+	mu        sync.Mutex
+	view      View
+	changed   chan struct{}
+	suspended bool
+	left      bool
+}
+
+func newFakeMembers(self string, members ...string) *fakeMembers {
+	return &fakeMembers{view: View{Version: 1, Members: members, Self: self, SelfLive: true}, changed: make(chan struct{})}
+}
+
+func (m *fakeMembers) Current() (View, <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.view, m.changed
+}
+
+func (m *fakeMembers) publish(members ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.view = View{Version: m.view.Version + 1, Members: members, Self: m.view.Self, SelfLive: true}
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+func (m *fakeMembers) Suspend() { m.mu.Lock(); m.suspended = true; m.mu.Unlock() }
+func (m *fakeMembers) Resume()  { m.mu.Lock(); m.suspended = false; m.mu.Unlock() }
+func (m *fakeMembers) Leave(context.Context) error {
+	m.mu.Lock()
+	m.left = true
+	m.mu.Unlock()
+	return nil
+}
+
+// fakeClaims is a claim store in memory; down makes every call fail.
+type fakeClaims struct {
+	mu      sync.Mutex
+	holders map[string]string
+	down    bool
+}
+
+func (c *fakeClaims) Acquire(_ context.Context, b, token string, _ time.Duration) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down {
+		return false, errors.New("down")
+	}
+	if h, ok := c.holders[b]; ok && h != token {
+		return false, nil
+	}
+	c.holders[b] = token
+	return true, nil
+}
+
+func (c *fakeClaims) Renew(_ context.Context, token string, branches []string, _ time.Duration) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down {
+		return nil, errors.New("down")
+	}
+	var lost []string
+	for _, b := range branches {
+		if c.holders[b] != token {
+			lost = append(lost, b)
+		}
+	}
+	return lost, nil
+}
+
+func (c *fakeClaims) Release(_ context.Context, b, token string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holders[b] != token {
+		return false, nil
+	}
+	delete(c.holders, b)
+	return true, nil
+}
+
+func (c *fakeClaims) holder(b string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.holders[b]
+}
+
+// fakeHost records what the assigner did, in order.
+type fakeHost struct {
+	branches []BranchKey
+	events   chan string
+}
+
+func (h *fakeHost) Branches() []BranchKey { return h.branches }
+func (h *fakeHost) Take(k BranchKey)      { h.events <- "take " + k.Branch }
+func (h *fakeHost) Release(_ context.Context, k BranchKey, graceful bool) {
+	h.events <- fmt.Sprintf("release %s graceful=%t", k.Branch, graceful)
+}
+
+func (h *fakeHost) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case e := <-h.events:
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatal("the assigner did nothing")
+		return ""
+	}
+}
+
+// branchesOf are n branches and, for member, the first branch rendezvous
+// gives it among members.
+func firstBranchOf(t *testing.T, keys []BranchKey, member string, members ...string) BranchKey {
+	t.Helper()
+	for _, k := range keys {
+		if Owner(members, k) == member {
+			return k
+		}
+	}
+	t.Fatalf("no branch hashes to %s", member)
+	return BranchKey{}
+}
+
+func startAssigner(t *testing.T, members *fakeMembers, claims *fakeClaims, host *fakeHost, clk *clocktesting.FakeClock) (*Assigner, context.CancelFunc, chan error) {
+	t.Helper()
+	a, err := NewAssigner(AssignerConfig{Members: members, Claims: claims, Host: host, Token: "a-1", Clock: clk, Log: logr.Discard()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	return a, cancel, done
+}
+
+func TestTheAssignerTakesWhatHashesToItAndHandsItOverWhenAMemberJoins(t *testing.T) {
+	keys := []BranchKey{{ProviderNamespace: "ns", Provider: "p", Branch: "b0"}, {ProviderNamespace: "ns", Provider: "p", Branch: "b1"},
+		{ProviderNamespace: "ns", Provider: "p", Branch: "b2"}, {ProviderNamespace: "ns", Provider: "p", Branch: "b3"}}
+	moved := firstBranchOf(t, keys, "b", "a", "b")
+	members := newFakeMembers("a", "a")
+	claims := &fakeClaims{holders: map[string]string{}}
+	host := &fakeHost{branches: keys, events: make(chan string, 16)}
+	clk := clocktesting.NewFakeClock(time.Now())
+	a, cancel, done := startAssigner(t, members, claims, host, clk)
+
+	for range keys {
+		require.Contains(t, host.next(t), "take ")
+	}
+	require.Eventually(t, func() bool { return a.Owns(moved) }, 5*time.Second, time.Millisecond)
+
+	members.publish("a", "b")
+	require.Equal(t, "release "+moved.Branch+" graceful=true", host.next(t))
+	require.Eventually(t, func() bool { return claims.holder(moved.String()) == "" }, 5*time.Second, time.Millisecond,
+		"the claim is given up once the branch is handed over")
+	require.False(t, a.Owns(moved))
+
+	cancel()
+	require.NoError(t, <-done)
+	for range len(keys) - 1 {
+		require.Contains(t, host.next(t), "graceful=true", "a shutdown hands every branch over")
+	}
+	require.True(t, members.left)
+}
+
+func TestTheAssignerWaitsForTheClaimOfABranchItIsGiven(t *testing.T) {
+	k := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "main"}
+	members := newFakeMembers("a", "a")
+	claims := &fakeClaims{holders: map[string]string{k.String(): "b-1"}}
+	host := &fakeHost{branches: []BranchKey{k}, events: make(chan string, 4)}
+	clk := clocktesting.NewFakeClock(time.Now())
+	a, cancel, done := startAssigner(t, members, claims, host, clk)
+	defer func() { cancel(); <-done }()
+
+	require.Never(t, func() bool { return a.Owns(k) }, 100*time.Millisecond, 5*time.Millisecond,
+		"the previous owner still holds the claim")
+	_, err := claims.Release(context.Background(), k.String(), "b-1")
+	require.NoError(t, err)
+	clk.Step(2 * time.Second) // the next renew period tries again
+	require.Equal(t, "take main", host.next(t))
+}
+
+func TestTheAssignerGivesEverythingUpWhenItCannotRenewInTime(t *testing.T) {
+	k := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "main"}
+	members := newFakeMembers("a", "a")
+	claims := &fakeClaims{holders: map[string]string{}}
+	host := &fakeHost{branches: []BranchKey{k}, events: make(chan string, 4)}
+	clk := clocktesting.NewFakeClock(time.Now())
+	a, cancel, done := startAssigner(t, members, claims, host, clk)
+	defer func() { cancel(); <-done }()
+	require.Equal(t, "take main", host.next(t))
+
+	claims.mu.Lock()
+	claims.down = true
+	claims.mu.Unlock()
+	for i := 0; i < 4; i++ { // 8 s of failed renewals: not yet the deadline
+		require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+		clk.Step(2 * time.Second)
+	}
+	require.True(t, a.Owns(k))
+	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+	clk.Step(2 * time.Second) // 10 s: the deadline
+	require.Equal(t, "release main graceful=false", host.next(t), "a fenced replica commits nothing")
+	require.False(t, a.Owns(k))
+	members.mu.Lock()
+	require.True(t, members.suspended)
+	members.mu.Unlock()
+}
+
+func TestABranchWhoseClaimWasLostStopsWithoutCommitting(t *testing.T) {
+	k := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "main"}
+	members := newFakeMembers("a", "a")
+	claims := &fakeClaims{holders: map[string]string{}}
+	host := &fakeHost{branches: []BranchKey{k}, events: make(chan string, 4)}
+	clk := clocktesting.NewFakeClock(time.Now())
+	_, cancel, done := startAssigner(t, members, claims, host, clk)
+	defer func() { cancel(); <-done }()
+	require.Equal(t, "take main", host.next(t))
+
+	claims.mu.Lock()
+	claims.holders[k.String()] = "b-1" // expired while cut off, and taken
+	claims.mu.Unlock()
+	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+	clk.Step(2 * time.Second)
+	require.Equal(t, "release main graceful=false", host.next(t))
+}
