@@ -72,6 +72,8 @@ type journalExec struct {
 	restoring []JournalItem
 	// lost is set once the journal refused a write as not the owner's.
 	lost bool
+	// headRead is set once cursorHead asked the forge for the head.
+	headRead bool
 	// failing is set while Redis does not answer: no journal write is
 	// tried before retryAt, which backoff spaces.
 	failing bool
@@ -322,7 +324,7 @@ func (w *Worker) JournalCursors(ctx context.Context, values func(head string) ma
 var ErrNoJournal = errors.New("the branch worker has no journal")
 
 func (w *Worker) journalCursors(ctx context.Context, m cursorMsg) {
-	maps.Copy(w.jr.cursors, m.values(w.settledHead()))
+	maps.Copy(w.jr.cursors, m.values(w.cursorHead(ctx)))
 	if !w.appendJournal(ctx) {
 		m.done(ErrClaimLost)
 		return
@@ -334,6 +336,21 @@ func (w *Worker) journalCursors(ctx context.Context, m cursorMsg) {
 		return
 	}
 	m.done(nil)
+}
+
+// cursorHead is the head journaled cursors carry: the worker's, read from
+// the forge once when it has read none yet (it started and has not
+// planned a window), so a cursor stored before its first commit still
+// names the history it belongs to. One naming none makes a new owner
+// whose branch exists replay instead of resuming.
+func (w *Worker) cursorHead(ctx context.Context) string {
+	if !w.state.known && w.state.head == "" && !w.jr.headRead {
+		w.jr.headRead = true // a forge that does not answer is not asked every second
+		if err := w.state.readHead(ctx); err != nil {
+			w.cfg.Log.V(1).Info("cannot read the branch head for the cursors", "error", err.Error())
+		}
+	}
+	return w.settledHead()
 }
 
 // observeJournal tells the observer how many entries this worker's

@@ -347,6 +347,27 @@ func TestCursorsAreJournaledAfterTheWritesTheyPass(t *testing.T) {
 	require.Equal(t, 20, r.entries(t, "cursors"), "the writes after the last commit wait in the journal")
 }
 
+// TestACursorBeforeTheFirstCommitNamesTheBranchHead: a worker started on
+// an existing branch stores its cursors with the head it finds, before it
+// committed anything.
+func TestACursorBeforeTheFirstCommitNamesTheBranchHead(t *testing.T) {
+	r := startJournal(t)
+	first := r.ownedRepo(t, "headed", "replica-a", nil)
+	write(t, first.w, branch.Author{}, cm("a", "1"))
+	flush(t, first.w)
+	head, err := git.Git("headed", "rev-parse", "main")
+	require.NoError(t, err)
+
+	second := runWorker(t, "headed", nil, journaledBy(t, r.journal, "replica-a"))
+	write(t, second.w, branch.Author{}, cm("a", "2"))
+	stored, done := make(chan string, 1), make(chan error, 1)
+	require.NoError(t, second.w.JournalCursors(context.Background(),
+		func(head string) map[string]string { stored <- head; return map[string]string{"k": "f 1 " + head} },
+		func(err error) { done <- err }))
+	require.NoError(t, <-done)
+	require.Equal(t, head, <-stored)
+}
+
 func TestAWorkerWhoseClaimWasTakenCommitsNothingMore(t *testing.T) {
 	r := startJournal(t)
 	_, err := git.CreateBareRepo("deposed")
