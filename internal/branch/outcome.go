@@ -38,6 +38,11 @@ const (
 	OutcomeSettled OutcomeKind = "Settled"
 	// OutcomeFlushed: flush waiter Waiter ends, with Err when it failed.
 	OutcomeFlushed OutcomeKind = "Flushed"
+	// OutcomeLost: the journal refused a write because another replica
+	// holds the branch's claim (Err wraps ErrClaimLost). The worker has
+	// committed nothing since and stops; the engine drops it, stops the
+	// branch's targets here, and leaves the branch to its new owner.
+	OutcomeLost OutcomeKind = "Lost"
 )
 
 // Outcome is one thing that ended; Kind says which fields it sets. The

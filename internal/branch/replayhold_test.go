@@ -48,7 +48,7 @@ func handDrivenWorker(t *testing.T) (*Worker, *emptyRepository, *clocktesting.Fa
 	forge := &emptyRepository{}
 	w := New(Config{Key: Key{Branch: "main"}, Forge: forge, Clock: clock, CommitWindow: time.Millisecond, Log: testr.New(t)})
 	key := TargetKey{Namespace: "team", Name: "mirror"}
-	w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+	w.updateTarget(context.Background(), targetMsg{target: Target{Key: key, Path: "mirror"}})
 	return w, forge, clock, key
 }
 

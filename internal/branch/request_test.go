@@ -145,7 +145,7 @@ func TestARequestedWindowIsNeverMergedWithAnother(t *testing.T) {
 func onForge(w *Worker, key TargetKey, forge forges.Forge) {
 	w.cfg.Forge = forge
 	w.state = newBranchState(forge, "main")
-	w.updateTarget(targetMsg{target: Target{Key: key, Path: "mirror"}})
+	w.updateTarget(context.Background(), targetMsg{target: Target{Key: key, Path: "mirror"}})
 }
 
 // failingOnce fails its first commit.

@@ -55,6 +55,25 @@ type Config struct {
 	// outcome. Nil answers the waiters on the worker's goroutine and drops
 	// the rest (tests of the worker alone).
 	Outcomes chan<- Outcome
+
+	// Journal, when set, makes the worker journal what its core accepts
+	// (issue 24): it restores the branch's journal before taking events,
+	// appends the records of what it takes before any commit runs, trims
+	// what a commit settled, and stores cursors with the journal
+	// (JournalCursors). Nil: no journal I/O at all, as with one replica.
+	Journal Journal
+	// ClaimToken is the token of the branch's claim (redisstore.Claims)
+	// the engine holds for this worker; every journal write is fenced by it.
+	ClaimToken string
+	// JournalSealer seals sensitive writes in the journal (NewAEADSealer
+	// with the key every replica shares); a journal needs one
+	// (CheckJournal).
+	JournalSealer JournalSealer
+	// JournalObserver is told the journal's depth and age (metrics).
+	JournalObserver JournalObserver
+	// JournalLinger is how long a record may wait to share an append
+	// (DefaultJournalLinger when zero).
+	JournalLinger time.Duration
 }
 
 // DefaultConflictBackoff waits 100 ms before the first conflict replay,
@@ -95,6 +114,9 @@ func (c *Config) defaults() {
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
+	if c.JournalLinger <= 0 {
+		c.JournalLinger = DefaultJournalLinger
+	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}
 	}
@@ -125,6 +147,10 @@ type Worker struct {
 	discard atomic.Bool
 	// stopped closes when Run has returned: nothing reads in any more.
 	stopped chan struct{}
+	// jr is the journal's state, nil without a journal; restoreBy is when
+	// a restored journal is committed at the latest (journalRestoreWait).
+	jr        *journalExec
+	restoreBy time.Time
 }
 
 type writeMsg struct {
@@ -168,6 +194,7 @@ func New(cfg Config) *Worker {
 		state:   newBranchState(cfg.Forge, cfg.Key.Branch),
 		waiters: map[uint64]func(Outcome){},
 		stopped: make(chan struct{}),
+		jr:      newJournalExec(cfg),
 	}
 }
 

@@ -55,24 +55,7 @@ func newWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forge,
 // does after a restart.
 func startWorker(t *testing.T, repo string, forge func(forges.Forge) forges.Forge, tune func(*branch.Config)) *branch.Worker {
 	t.Helper()
-	client, err := gogit.New(gogit.Options{URL: git.FileURL(repo)})
-	require.NoError(t, err)
-	var f forges.Forge = client
-	if forge != nil {
-		f = forge(client)
-	}
-	cfg := branch.Config{Key: branch.Key{ProviderNamespace: "team", Provider: repo, Branch: "main"}, Forge: f,
-		CommitWindow: time.Hour, RetryBackoff: 20 * time.Millisecond, Log: testr.New(t)}
-	if tune != nil {
-		tune(&cfg)
-	}
-	w := branch.New(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	require.NoError(t, w.SetTarget(ctx, branch.Target{Key: target, Path: "mirror"}))
-	return w
+	return runWorker(t, repo, forge, tune).w
 }
 
 // onOutcome streams the worker's outcomes to a consumer that hands fn

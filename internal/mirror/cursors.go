@@ -28,6 +28,15 @@ type CursorStore interface {
 	Delete(ctx context.Context, keys ...string) error
 }
 
+// CursorJournal is a Sink whose branch worker journals its writes
+// (branch.Worker with Config.Journal): a target's cursors are then stored
+// in the worker's journal, after the writes they advance past, instead of
+// once those writes are in Git.
+type CursorJournal interface {
+	Journaled() bool
+	JournalCursors(ctx context.Context, values func(head string) map[string]string, done func(error)) error
+}
+
 // CursorObserver is told how storing cursors goes, for metrics.
 type CursorObserver interface {
 	CursorsWritten(n int)
@@ -80,7 +89,10 @@ func ConfigFingerprint(parts ...string) string {
 // keeper waits until the branch worker has put everything handed so far
 // into Git, then stores it in one batch. A crash therefore resumes from a
 // point Git already holds, never past a change still in a window; a
-// failing store costs a cold replay after a restart, never an event.
+// failing store costs a cold replay after a restart, never an event. When
+// the worker journals (CursorJournal), the batch goes into its journal
+// instead, after the writes it passes, and a crash resumes from a point
+// Git and the journal together hold.
 type cursorKeeper struct {
 	cfg    Cursors
 	target branch.TargetKey
@@ -152,13 +164,18 @@ func (k *cursorKeeper) run(ctx context.Context) {
 	}
 }
 
-// flush stores what was handed, once it is settled in Git.
+// flush stores what was handed: with the worker's journal when it has
+// one, else once it is settled in Git.
 func (k *cursorKeeper) flush(ctx context.Context) {
 	k.mu.Lock()
 	batch := k.handed
 	k.handed = map[string]string{}
 	k.mu.Unlock()
 	if len(batch) == 0 {
+		return
+	}
+	if journal, ok := k.sink.(CursorJournal); ok && journal.Journaled() {
+		k.journal(ctx, journal, batch)
 		return
 	}
 	settled := make(chan string, 1)
@@ -175,12 +192,42 @@ func (k *cursorKeeper) flush(ctx context.Context) {
 	saveCtx, cancel := context.WithTimeout(ctx, cursorSaveTimeout)
 	defer cancel()
 	if err := k.cfg.Store.Save(saveCtx, k.withHead(batch, head)); err != nil {
-		k.cfg.Observer.CursorError("save", err)
-		k.log.V(1).Info("cannot store the watches' resume cursors; retrying", "error", err.Error())
-		k.requeue(batch)
+		k.saveFailed(batch, err)
 		return
 	}
 	k.cfg.Observer.CursorsWritten(len(batch))
+}
+
+// journal stores the batch in the worker's journal, in the append after
+// every write the streams handed before it. The head each value carries
+// is the one the worker knew then: Git holds that commit, and what the
+// cursor passes beyond it is in the journal, which a new owner commits
+// on top of the branch. A branch that no longer holds it was rewritten
+// behind the cursor (checkHistory), as without a journal.
+func (k *cursorKeeper) journal(ctx context.Context, journal CursorJournal, batch map[string]string) {
+	stored := make(chan error, 1)
+	err := journal.JournalCursors(ctx, func(head string) map[string]string { return k.withHead(batch, head) },
+		func(err error) { stored <- err })
+	if err != nil {
+		k.requeue(batch)
+		return
+	}
+	select {
+	case err = <-stored:
+	case <-ctx.Done():
+		return
+	}
+	if err != nil {
+		k.saveFailed(batch, err)
+		return
+	}
+	k.cfg.Observer.CursorsWritten(len(batch))
+}
+
+func (k *cursorKeeper) saveFailed(batch map[string]string, err error) {
+	k.cfg.Observer.CursorError("save", err)
+	k.log.V(1).Info("cannot store the watches' resume cursors; retrying", "error", err.Error())
+	k.requeue(batch)
 }
 
 // withHead completes each handed value with the branch head it was settled

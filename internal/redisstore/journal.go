@@ -281,14 +281,14 @@ func (j *Journal) Stats(ctx context.Context, branch string) (JournalStats, error
 	}
 	stats := JournalStats{Depth: length.Val()}
 	if msgs := first.Val(); len(msgs) > 0 {
-		stats.Age = journalAge(j.clock().Now(), msgs[0].ID)
+		stats.Age = EntryAge(j.clock().Now(), msgs[0].ID)
 	}
 	return stats, nil
 }
 
-// journalAge is how long ago the entry id was stamped, 0 when the ID is
+// EntryAge is how long ago the entry id was stamped, 0 when the ID is
 // unreadable or (clocks apart) in the future.
-func journalAge(now time.Time, id string) time.Duration {
+func EntryAge(now time.Time, id string) time.Duration {
 	ms, _, _ := strings.Cut(id, "-")
 	stamp, err := strconv.ParseInt(ms, 10, 64)
 	if err != nil {
