@@ -45,6 +45,12 @@ type Options struct {
 	CursorObserver mirror.CursorObserver
 	// Builders build what a worker commits with (PrepareWorker).
 	Builders Builders
+	// Journal, when set with Ownership, keeps every branch's accepted
+	// writes in Redis for the next owner (branch.Config.Journal), sealed
+	// with JournalSealer and fenced by the Ownership's token.
+	Journal         branch.Journal
+	JournalSealer   branch.JournalSealer
+	JournalObserver branch.JournalObserver
 	// Ownership, when set, is which branches this replica runs (several
 	// replicas); nil runs every branch, on the elected replica.
 	Ownership Ownership

@@ -49,6 +49,9 @@ type fanOut struct {
 	requests func(types.NamespacedName)
 	// metrics is nil when nothing is measured.
 	metrics OutcomeMetrics
+	// lost stops a branch whose journal claim another replica holds; it
+	// must not block (the stopping worker may still be sending here).
+	lost func(branch.Key)
 }
 
 // deliver runs on the stream's one consumer goroutine, so outcomes reach
@@ -80,6 +83,10 @@ func (f fanOut) deliver(o branch.Outcome) {
 		f.status.settled(o.Target)
 	case branch.OutcomeRequest:
 		f.requests(types.NamespacedName{Namespace: o.Request.Target.Namespace, Name: o.Request.Name})
+	case branch.OutcomeLost:
+		if f.lost != nil {
+			f.lost(o.Worker)
+		}
 	case branch.OutcomeSettled, branch.OutcomeFlushed:
 		// Answered above: nothing else waits on them.
 	}
@@ -89,7 +96,7 @@ func (f fanOut) deliver(o branch.Outcome) {
 // closed, after every worker stopped.
 func (e *Engine) runOutcomes(done chan<- struct{}) {
 	defer close(done)
-	f := fanOut{status: e, requests: e.answered.notify}
+	f := fanOut{status: e, requests: e.answered.notify, lost: e.lost}
 	if e.opts.Metrics != nil {
 		f.metrics = e.opts.Metrics
 	}

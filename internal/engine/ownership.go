@@ -17,6 +17,9 @@ type Ownership interface {
 	// now, claimed or not: who answers for something no branch runs (a
 	// CommitRequest naming a GitTarget that does not exist).
 	Assigned(key branch.Key) bool
+	// Token is this replica's claim token: every journal write of a
+	// branch it owns is fenced by it.
+	Token() string
 	// Kick asks for the assignment to be decided again: the branches the
 	// GitTargets use changed. It must not block.
 	Kick()
@@ -140,4 +143,13 @@ func (e *Engine) Release(_ context.Context, key branch.Key, graceful bool) {
 	if len(stopped) > 0 {
 		e.claimsChanged()
 	}
+}
+
+// lost stops a branch whose worker found its claim held by another replica
+// (branch.OutcomeLost): its watches stop here and nothing more is
+// committed; the claim is the other replica's, so it is not released. It
+// runs apart from the outcome stream, which the stopping worker may still
+// be sending on.
+func (e *Engine) lost(key branch.Key) {
+	go e.Release(context.Background(), key, false)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
@@ -81,6 +82,13 @@ func (e *Engine) ensureWorker(runCtx context.Context, key branch.Key, s WorkerSe
 		cfg.Observer = e.opts.Metrics
 	}
 	cfg.Outcomes = e.outcomes
+	if e.opts.Journal != nil && e.opts.Ownership != nil {
+		cfg.Journal, cfg.ClaimToken = e.opts.Journal, e.opts.Ownership.Token()
+		cfg.JournalSealer, cfg.JournalObserver = e.opts.JournalSealer, e.opts.JournalObserver
+		if err := cfg.CheckJournal(); err != nil {
+			return nil, false, fmt.Errorf("the branch journal of %s: %w", key, err)
+		}
+	}
 	w := branch.New(cfg)
 	ctx, cancel := context.WithCancel(runCtx)
 	entry := &workerEntry{worker: w, fingerprint: s.Fingerprint, cancel: cancel, done: make(chan struct{})}

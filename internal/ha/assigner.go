@@ -129,6 +129,9 @@ func (o *Assigner) Assigned(key BranchKey) bool {
 	return view.SelfLive && Owner(view.Members, key) == view.Self
 }
 
+// Token is this process's claim token (AssignerConfig.Token).
+func (o *Assigner) Token() string { return o.cfg.Token }
+
 // Kick asks for the assignment to be decided again: a GitTarget appeared,
 // moved to another branch, or went away. It never blocks.
 func (o *Assigner) Kick() {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
@@ -40,6 +41,11 @@ func checkHA(o *Options) error {
 type haSetup struct {
 	assigner *ha.Assigner
 	host     *engineHost
+	// journal keeps every branch's accepted writes for the next owner,
+	// sealed with the key every replica shares.
+	journal  *redisstore.Journal
+	sealer   branch.JournalSealer
+	journals *metrics.JournalMetrics
 }
 
 // engineHost is the engine as the assigner's Host, bound once the engine
@@ -55,13 +61,20 @@ func (h *engineHost) Release(ctx context.Context, k branch.Key, graceful bool) {
 // setupHA builds the membership (one Lease per replica in the operator
 // namespace) and the assigner, and adds both to the manager on every
 // replica; nil with one replica.
-func setupHA(mgr ctrl.Manager, o Options, redis *redisSetup, reg prometheus.Registerer) (*haSetup, error) {
+func setupHA(ctx context.Context, mgr ctrl.Manager, o Options, redis *redisSetup, reg prometheus.Registerer) (*haSetup, error) {
 	if o.Replicas <= 1 {
 		return nil, nil
 	}
-	hm := metrics.NewHAMetrics()
+	hm, jm := metrics.NewHAMetrics(), metrics.NewJournalMetrics()
 	if err := hm.Register(reg); err != nil {
 		return nil, fmt.Errorf("registering HA metrics: %w", err)
+	}
+	if err := jm.Register(reg); err != nil {
+		return nil, fmt.Errorf("registering journal metrics: %w", err)
+	}
+	sealer, err := journalSealer(ctx, mgr, o.OperatorNamespace)
+	if err != nil {
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(o.Config)
 	if err != nil {
@@ -90,7 +103,32 @@ func setupHA(mgr ctrl.Manager, o Options, redis *redisSetup, reg prometheus.Regi
 			return nil, fmt.Errorf("adding HA membership: %w", err)
 		}
 	}
-	return &haSetup{assigner: assigner, host: host}, nil
+	return &haSetup{assigner: assigner, host: host, sealer: sealer, journals: jm,
+		journal: &redisstore.Journal{Client: redis.client, Prefix: o.Redis.Prefix()}}, nil
+}
+
+// journalSealer seals with the key every replica shares (journalKey).
+func journalSealer(ctx context.Context, mgr ctrl.Manager, namespace string) (branch.JournalSealer, error) {
+	// The manager's client reads through a cache that is not started yet.
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return nil, fmt.Errorf("HA journal key client: %w", err)
+	}
+	key, err := journalKey(ctx, c, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return branch.NewAEADSealer(key)
+}
+
+// configure gives the engine its Ownership and the journal; with one
+// replica it leaves both unset.
+func (h *haSetup) configure(opts *engine.Options) {
+	if h == nil {
+		return
+	}
+	opts.Ownership = h.assigner
+	opts.Journal, opts.JournalSealer, opts.JournalObserver = h.journal, h.sealer, h.journals
 }
 
 // claimToken is the replica's name and a value new for this process: a
@@ -102,15 +140,6 @@ func claimToken(identity string) (string, error) {
 		return "", errors.New("HA: no randomness for the claim token")
 	}
 	return identity + "-" + hex.EncodeToString(nonce), nil
-}
-
-// ownership is the engine's Ownership: nil (every branch here) with one
-// replica.
-func (h *haSetup) ownership() engine.Ownership {
-	if h == nil {
-		return nil
-	}
-	return h.assigner
 }
 
 // bind hands the built engine to the assigner.

@@ -152,12 +152,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	replicas, err := setupHA(mgr, o, redis, reg)
+	replicas, err := setupHA(ctx, mgr, o, redis, reg)
 	if err != nil {
 		return err
 	}
 	fw := newForgeWiring(fm)
-	engineOpts := engine.Options{Ownership: replicas.ownership(),
+	engineOpts := engine.Options{
 		LocalConfig: o.Config, Policy: discovery.Policy{AdditionalSensitive: o.AdditionalSensitive},
 		BufferMax: o.BufferMax, Log: ctrl.Log.WithName("engine"), Metrics: m, Attribution: pipeline.engineAttribution(),
 		Builders: engine.Builders{Secrets: mgr.GetAPIReader(), ForgeTransport: fw.transport, Pacers: fw.pacers},
@@ -167,6 +167,7 @@ func Run(ctx context.Context, o Options) error {
 		engineOpts.CursorObserver = redis.observer
 		webhooks.share(&redisstore.Submitters{Client: redis.client, Prefix: o.Redis.Prefix()}, redis.observer)
 	}
+	replicas.configure(&engineOpts)
 	var eng *engine.Engine
 	observed, err := setupObserver(mgr, o, pipeline, reg, func() []rules.Claim { return eng.LocalClaims() })
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -377,4 +378,18 @@ func TestSeveralReplicasShareTheBranches(t *testing.T) {
 	require.Equal(t, []any{"get", "list", "watch", "create", "update", "delete"}, leaseVerbs(three))
 	require.Contains(t, containerArgs(t, three), "--replica-count=3")
 	require.EqualValues(t, 3, oneOfKind(t, three, "Deployment").Object["spec"].(map[string]any)["replicas"])
+	key, err := base64.StdEncoding.DecodeString(named(t, three, "Secret", "gitops-reverser-journal-key").Object["data"].(map[string]any)["key"].(string))
+	require.NoError(t, err)
+	require.Len(t, key, 32, "the journal's sealing key is AES-256")
+	require.Empty(t, byKindNamed(one, "Secret", "gitops-reverser-journal-key"), "one replica journals nothing")
+}
+
+func byKindNamed(objs []*unstructured.Unstructured, kind, name string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range byKind(objs, kind) {
+		if o.GetName() == name {
+			out = append(out, o)
+		}
+	}
+	return out
 }
