@@ -127,7 +127,13 @@ func (e *Engine) Release(_ context.Context, key branch.Key, graceful bool) {
 	}
 	worker := e.workers[key]
 	delete(e.workers, key)
+	stopping := e.stopping
 	e.mu.Unlock()
+	if stopping {
+		// The engine's own stop (the same shutdown) stops every worker and
+		// lets it commit what it holds: the claim is released only after.
+		defer e.workerRuns.Wait()
+	}
 	for _, entry := range stopped {
 		entry.mirror.Stop()
 	}
