@@ -3,7 +3,6 @@ package ha
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -159,9 +158,15 @@ func identityOf(token string) string {
 // "expired" when it ran out. Their order is the sentinel that tells a
 // handover from an expiry, whatever the clock says.
 type claimEvents struct {
-	mu     sync.Mutex
-	byKey  map[string][]string // by branch (Key.String())
-	prefix string
+	mu    sync.Mutex
+	byKey map[string][]claimEvent // by branch (Key.String())
+}
+
+// claimEvent is one keyspace event and when the test received it, for the
+// failover figures the test logs (never asserted on).
+type claimEvent struct {
+	kind string
+	at   time.Time
 }
 
 // watchClaims subscribes to the claim keys' events until the test ends.
@@ -174,7 +179,7 @@ func (s *spread) watchClaims(t *testing.T) *claimEvents {
 	sub := s.rdb.PSubscribe(ctx, channelPrefix+"*")
 	_, err := sub.Receive(ctx) // the subscription is in place
 	require.NoError(t, err)
-	e := &claimEvents{byKey: map[string][]string{}, prefix: channelPrefix}
+	e := &claimEvents{byKey: map[string][]claimEvent{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -183,7 +188,7 @@ func (s *spread) watchClaims(t *testing.T) *claimEvents {
 			case "set", "del", "expired":
 				e.mu.Lock()
 				key := strings.TrimPrefix(msg.Channel, channelPrefix)
-				e.byKey[key] = append(e.byKey[key], msg.Payload)
+				e.byKey[key] = append(e.byKey[key], claimEvent{kind: msg.Payload, at: time.Now()})
 				e.mu.Unlock()
 			}
 		}
@@ -203,9 +208,26 @@ func (e *claimEvents) mark() map[string]int {
 	return out
 }
 
-// since are key's events after mark.
+// since are the kinds of key's events after mark.
 func (e *claimEvents) since(mark map[string]int, key branch.Key) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return slices.Clone(e.byKey[key.String()][mark[key.String()]:])
+	var kinds []string
+	for _, ev := range e.byKey[key.String()][mark[key.String()]:] {
+		kinds = append(kinds, ev.kind)
+	}
+	return kinds
+}
+
+// firstAt is when the first event of kind came for key after mark (zero
+// when none did).
+func (e *claimEvents) firstAt(mark map[string]int, key branch.Key, kind string) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ev := range e.byKey[key.String()][mark[key.String()]:] {
+		if ev.kind == kind {
+			return ev.at
+		}
+	}
+	return time.Time{}
 }

@@ -115,6 +115,13 @@ func (st *steps) killAnOwner(t *testing.T) {
 	t.Logf("failover: SIGKILL of %s to the first commit by another replica: %s (%d branches moved)",
 		victim, first.Sub(killed).Round(100*time.Millisecond), len(lost))
 	for _, m := range lost {
+		// The claim is won before the branch's worker starts, so both
+		// events came before the first commit.
+		expired, taken := st.events.firstAt(mark, m.key, "expired"), st.events.firstAt(mark, m.key, "set")
+		t.Logf("failover of %s: claim expired %s after the kill, taken %s after it",
+			m.key, expired.Sub(killed).Round(100*time.Millisecond), taken.Sub(killed).Round(100*time.Millisecond))
+	}
+	for _, m := range lost {
 		st.s.waitInGit(t, st.c, m, "after-kill")
 		require.True(t, st.s.isAncestor(heads[m.branch], st.s.head(t, m)),
 			"branch %s only moves forward: the killed owner's head %s is an ancestor", m.branch, heads[m.branch])
