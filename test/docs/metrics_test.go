@@ -40,7 +40,8 @@ func definedFamilies(t *testing.T) map[string]bool {
 	for _, m := range []interface {
 		Register(prometheus.Registerer) error
 	}{metrics.New(), metrics.NewForgeMetrics(), metrics.NewRedisMetrics(), metrics.NewAdmissionMetrics(),
-		metrics.NewAuditMetrics(), metrics.NewAttributionMetrics(), metrics.NewCertificateMetrics(), metrics.NewObserverMetrics()} {
+		metrics.NewAuditMetrics(), metrics.NewAttributionMetrics(), metrics.NewCertificateMetrics(), metrics.NewObserverMetrics(),
+		metrics.NewHAMetrics()} {
 		require.NoError(t, m.Register(reg))
 	}
 	require.True(t, reg.names["gitopsreverser_commits_total"], "families read: %v", reg.names)

@@ -22,6 +22,11 @@ import (
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
+// operatorLogEnv set to "debug" makes the operators log at debug level
+// (their logs are files in the suite's directory; GITOPS_REVERSER_HA_KEEP
+// keeps them).
+const operatorLogEnv = "HA_OPERATOR_LOG"
+
 // replica is one operator process of a cluster of three.
 type replica struct {
 	identity   string
@@ -81,6 +86,9 @@ func (c *cluster) start(t *testing.T, identity string) *replica {
 		"--replica-identity=" + identity,
 		// A healthy GitTarget is looked at again within the test's patience.
 		"--target-resync-interval=5s",
+	}
+	if os.Getenv(operatorLogEnv) == "debug" {
+		args = append(args, "--zap-log-level=debug")
 	}
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
