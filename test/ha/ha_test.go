@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/ha"
 )
 
@@ -130,8 +131,9 @@ func (st *steps) killAnOwner(t *testing.T) {
 	after := waitSettled(t, st.c, st.s, st.members)
 	for _, m := range lost {
 		require.NotEqual(t, holders[m.key], after[m.key], "the killed replica holds no claim")
-		require.Equal(t, "expired", firstEnd(st.events.since(mark, m.key)),
+		require.Equal(t, "expired", st.waitEnd(t, mark, m.key),
 			"the killed replica's claim on %s ran out; nobody released it", m.key)
+		require.Equal(t, "set", st.waitAfter(t, mark, m.key, "expired"), "a survivor claimed %s once it ran out", m.key)
 	}
 	// The killed pod comes back under its name, as a StatefulSet's would:
 	// a new process, a new claim token.
@@ -162,10 +164,37 @@ func firstEnd(events []string) string {
 	return ""
 }
 
+// waitEnd waits for the end of key's claim after mark to be delivered
+// (Redis publishes keyspace events after the command, so one may still be
+// on its way when the test sees the new state) and returns it.
+func (st *steps) waitEnd(t *testing.T, mark map[string]int, key branch.Key) string {
+	t.Helper()
+	require.Eventually(t, func() bool { return firstEnd(st.events.since(mark, key)) != "" }, patience, 10*time.Millisecond,
+		"the claim on %s never ended", key)
+	return firstEnd(st.events.since(mark, key))
+}
+
+// waitAfter waits for the event after the first of kind on key's claim
+// after mark and returns it.
+func (st *steps) waitAfter(t *testing.T, mark map[string]int, key branch.Key, kind string) string {
+	t.Helper()
+	var next string
+	require.Eventually(t, func() bool {
+		events := st.events.since(mark, key)
+		i := slices.Index(events, kind)
+		if i < 0 || i+1 >= len(events) {
+			return false
+		}
+		next = events[i+1]
+		return true
+	}, patience, 10*time.Millisecond, "no event after %q on the claim on %s", kind, key)
+	return next
+}
+
 // stopOneGracefully: SIGTERM the owner of the second branch right after a
-// change to each of its branches; by the time its process has exited its
-// claims were released (deleted, not run out), the others take them, and
-// the changes are in Git.
+// change to each of its branches; its process exits, its claims were
+// released (deleted, not run out) and then set by the others, none ever
+// expired, and the changes are in Git.
 func (st *steps) stopOneGracefully(t *testing.T) {
 	holders := waitSettled(t, st.c, st.s, st.members)
 	victim := identityOf(holders[st.s.branches[1].key])
@@ -183,12 +212,11 @@ func (st *steps) stopOneGracefully(t *testing.T) {
 		t.Fatalf("replica %s did not exit after SIGTERM; log %s", victim, r.logPath)
 	}
 	exited := time.Now()
-	// The exit is the sentinel: a claim that merely expired would still be
-	// held for up to its TTL after the last renewal, and its first end
-	// would be "expired".
+	// The kind of the first end is the sentinel: Redis says "del" when the
+	// holder released a claim and "expired" when it ran out.
 	for _, m := range handed {
-		require.Equal(t, "del", firstEnd(st.events.since(mark, m.key)),
-			"replica %s released its claim on %s before it exited; log %s", victim, m.key, r.logPath)
+		require.Equal(t, "del", st.waitEnd(t, mark, m.key),
+			"replica %s released its claim on %s; log %s", victim, m.key, r.logPath)
 	}
 	st.members = without(st.members, victim)
 	st.stopped = victim
@@ -196,6 +224,7 @@ func (st *steps) stopOneGracefully(t *testing.T) {
 	taken := time.Now()
 	for _, m := range handed {
 		st.s.waitInGit(t, st.c, m, "before-term")
+		require.Equal(t, "set", st.waitAfter(t, mark, m.key, "del"), "a survivor claimed %s after its release", m.key)
 		require.NotContains(t, st.events.since(mark, m.key), "expired", "no claim on %s ran out", m.key)
 		require.NotEqual(t, victim, identityOf(after[m.key]))
 	}
@@ -225,7 +254,7 @@ func (st *steps) startItAgain(t *testing.T) {
 	}
 	require.NotEmpty(t, moved)
 	for _, m := range moved {
-		require.Equal(t, "del", firstEnd(st.events.since(mark, m.key)), "the previous holder released %s", m.key)
+		require.Equal(t, "del", st.waitEnd(t, mark, m.key), "the previous holder released %s", m.key)
 		setValue(t, m, "after-return")
 		st.s.waitInGit(t, st.c, m, "after-return")
 	}
