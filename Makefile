@@ -50,6 +50,13 @@ test: test-binaries helm vet ## Run every test against the real components (conc
 	$(GO) test -race $(RACE_PKGS) -count=1 -timeout 60m
 	$(GO) test $$($(GO) list ./... | grep -vxF -f <($(GO) list $(RACE_PKGS))) -count=1 -timeout 60m
 
+# The high-availability end-to-end test alone: three operator processes
+# against one kube-apiserver, one redis-server and one Git server (also part
+# of make test; about a minute and a half, most of it one crash failover).
+.PHONY: test-ha
+test-ha: test-binaries ## Run the HA end-to-end test (three operator processes: spread, crash, graceful stop, return)
+	$(GO) test ./test/ha/ -count=1 -timeout 10m -v
+
 .PHONY: bench
 bench: test-binaries bench-attribution ## Run the benchmarks
 	$(GO) test ./test/bench/ -run '^$$' -bench . -benchtime 1x -timeout 60m -v

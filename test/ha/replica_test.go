@@ -1,0 +1,214 @@
+package ha
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/configbutler/gitops-reverser/test/harness"
+)
+
+// operatorLogEnv set to "debug" makes the operators log at debug level
+// (their logs are files in the suite's directory; GITOPS_REVERSER_HA_KEEP
+// keeps them).
+const operatorLogEnv = "HA_OPERATOR_LOG"
+
+// replica is one operator process of a cluster of three.
+type replica struct {
+	identity   string
+	cmd        *exec.Cmd
+	logPath    string
+	metricsURL string
+	done       chan struct{}
+}
+
+// cluster is the operator replicas of one test, all with the same Redis key
+// prefix and --replica-count.
+type cluster struct {
+	// name labels the logs and is the operator namespace (its Leases);
+	// prefix is the Redis key prefix.
+	name, prefix string
+	count        int
+	// t is the test the cluster belongs to: a replica started in one of
+	// its steps runs until that test ends.
+	t *testing.T
+
+	mu       sync.Mutex
+	replicas map[string]*replica // running or stopped, by identity
+	starts   int
+}
+
+// newCluster creates the operator namespace; no replica runs yet.
+func newCluster(t *testing.T, name, prefix string, count int) *cluster {
+	t.Helper()
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	return &cluster{name: name, prefix: prefix, count: count, t: t, replicas: map[string]*replica{}}
+}
+
+// start runs the operator as replica identity; the cluster's test kills it
+// at its end if it still runs. A replica started again under the same name (a pod
+// restarted) gets a log of its own.
+func (c *cluster) start(t *testing.T, identity string) *replica {
+	t.Helper()
+	port, err := harness.FreePort()
+	require.NoError(t, err)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", port)
+	c.mu.Lock()
+	c.starts++
+	logPath := filepath.Join(env.dir, fmt.Sprintf("%s-%s-%d.log", c.name, identity, c.starts))
+	c.mu.Unlock()
+	args := []string{
+		"--kubeconfig=" + env.kubeconfig,
+		"--leader-elect=true",
+		"--operator-namespace=" + c.name,
+		// Configured-author mode: attribution needs the audit webhook, which
+		// this suite does not prove.
+		"--author-attribution=false",
+		"--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=0",
+		"--redis-addr=" + env.redis.Addr(),
+		"--redis-key-prefix=" + c.prefix,
+		"--replica-count=" + strconv.Itoa(c.count),
+		"--replica-identity=" + identity,
+		// A healthy GitTarget is looked at again within the test's patience.
+		"--target-resync-interval=5s",
+	}
+	if os.Getenv(operatorLogEnv) == "debug" {
+		args = append(args, "--zap-log-level=debug")
+	}
+	logFile, err := os.Create(logPath)
+	require.NoError(t, err)
+	cmd := exec.Command(env.binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// A dying test must not leave an operator writing to the remote.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start(), "starting replica %s", identity)
+	r := &replica{identity: identity, cmd: cmd, logPath: logPath, metricsURL: "http://" + metricsAddr + "/metrics",
+		done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(r.done)
+	}()
+	c.mu.Lock()
+	c.replicas[identity] = r
+	c.mu.Unlock()
+	c.t.Cleanup(func() { r.kill() })
+	return r
+}
+
+// get is the latest process of identity.
+func (c *cluster) get(identity string) *replica {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.replicas[identity]
+}
+
+// running are the replicas whose process has not ended, by identity.
+func (c *cluster) running() []*replica {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*replica
+	for _, r := range c.replicas {
+		if !r.exited() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// logs names every replica's log, for failure messages.
+func (c *cluster) logs() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var paths []string
+	for _, r := range c.replicas {
+		paths = append(paths, r.logPath)
+	}
+	return "operator logs: " + strings.Join(paths, ", ")
+}
+
+func (r *replica) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill ends the process at once (SIGKILL), as a crashed node would, and
+// waits for it.
+func (r *replica) kill() {
+	if !r.exited() {
+		_ = r.cmd.Process.Kill()
+	}
+	<-r.done
+}
+
+// terminate sends SIGTERM, as Kubernetes does to a pod it stops, and
+// returns without waiting: the caller waits on done.
+func (r *replica) terminate(t *testing.T) {
+	t.Helper()
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM), "SIGTERM to replica %s", r.identity)
+}
+
+// metric is the sum of every series of the gauge or counter name, read
+// from the replica's metrics endpoint.
+func (r *replica) metric(ctx context.Context, name string) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.metricsURL, nil)
+	if err != nil {
+		return 0, fmt.Errorf("building the metrics request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("scraping replica %s: %w", r.identity, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("scraping replica %s: %s", r.identity, resp.Status)
+	}
+	return sumSeries(bufio.NewScanner(resp.Body), name)
+}
+
+// sumSeries adds the values of every sample of name in the Prometheus text
+// format as client_golang writes it (no timestamps).
+func sumSeries(scanner *bufio.Scanner, name string) (float64, error) {
+	var sum float64
+	found := false
+	for scanner.Scan() {
+		line := scanner.Text()
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		value, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return 0, fmt.Errorf("parsing metric line %q: %w", line, err)
+		}
+		sum += value
+		found = true
+	}
+	if err := scanner.Err(); err != nil {
+		return 0, fmt.Errorf("reading the metrics: %w", err)
+	}
+	if !found {
+		return 0, fmt.Errorf("no series of %s", name)
+	}
+	return sum, nil
+}
