@@ -67,24 +67,3 @@ func sortKeys(keys []BranchKey) {
 		return strings.Compare(a.Branch, b.Branch)
 	})
 }
-
-// CauseOf is why key changed owner from view prev to view next, for
-// handovers_total; "" when its owner did not change or it had none
-// before. A departed owner gives its departure's cause (graceful,
-// member_lost, redis_lost), a new member that won the key gives
-// member_joined. Views are best passed consecutively: when versions were
-// skipped, an owner that vanished without a recorded departure counts as
-// member_lost.
-func CauseOf(prev, next View, key BranchKey) Cause {
-	from, to := Owner(prev.Members, key), Owner(next.Members, key)
-	if from == to || from == "" {
-		return ""
-	}
-	if d, ok := next.Departed(from); ok {
-		return d.Cause
-	}
-	if !next.Has(from) {
-		return CauseMemberLost
-	}
-	return CauseMemberJoined
-}

@@ -78,43 +78,6 @@ func TestDecidedReplicasOwnEveryBranchExactlyOnce(t *testing.T) {
 	}
 }
 
-func TestCauseOf(t *testing.T) {
-	ks := keys(300)
-	three := ha.View{Version: 1, Members: []string{"pod-a", "pod-b", "pod-c"}}
-	lostB := ha.View{Version: 2, Members: []string{"pod-a", "pod-c"}, Left: []ha.Departure{{Member: "pod-b", Cause: ha.CauseMemberLost}}}
-	leftB := ha.View{Version: 2, Members: []string{"pod-a", "pod-c"}, Left: []ha.Departure{{Member: "pod-b", Cause: ha.CauseGraceful}}}
-	fencedB := ha.View{Version: 2, Members: []string{"pod-a", "pod-c"}, Left: []ha.Departure{{Member: "pod-b", Cause: ha.CauseRedisLost}}}
-	skipped := ha.View{Version: 5, Members: []string{"pod-a", "pod-c"}}
-	joinedD := ha.View{Version: 2, Members: []string{"pod-a", "pod-b", "pod-c", "pod-d"}, Joined: []string{"pod-d"}}
-	tests := []struct {
-		name       string
-		prev, next ha.View
-		want       ha.Cause
-	}{
-		{name: "lost", prev: three, next: lostB, want: ha.CauseMemberLost},
-		{name: "graceful", prev: three, next: leftB, want: ha.CauseGraceful},
-		{name: "redis lost", prev: three, next: fencedB, want: ha.CauseRedisLost},
-		{name: "versions skipped", prev: three, next: skipped, want: ha.CauseMemberLost},
-		{name: "joined", prev: three, next: joinedD, want: ha.CauseMemberJoined},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			moved := 0
-			for _, k := range ks {
-				cause := ha.CauseOf(tc.prev, tc.next, k)
-				if ha.Owner(tc.prev.Members, k) == ha.Owner(tc.next.Members, k) {
-					require.Empty(t, cause, "%s did not move", k)
-					continue
-				}
-				moved++
-				require.Equal(t, tc.want, cause, "%s", k)
-			}
-			require.Positive(t, moved)
-		})
-	}
-	require.Empty(t, ha.CauseOf(ha.View{}, three, ks[0]), "the first owner is no handover")
-}
-
 func minus(a, b map[ha.BranchKey]bool) map[ha.BranchKey]bool {
 	out := map[ha.BranchKey]bool{}
 	for k := range a {

@@ -84,9 +84,15 @@ type Assigner struct {
 	owned map[BranchKey]bool
 
 	// loop state, touched only by Run's goroutine
-	prev        View
 	lastRenewed time.Time
 	fenced      bool
+	// ownerBefore is, for each branch another member owned, that member as
+	// of the last view it was live in; departed are the departures seen,
+	// by member. A take is a handover from ownerBefore, counted (and a
+	// failover timed) even when the claim is won periods after the view
+	// that moved the branch.
+	ownerBefore map[BranchKey]string
+	departed    map[string]Departure
 }
 
 // NewAssigner fills cfg's defaults.
@@ -112,7 +118,8 @@ func NewAssigner(cfg AssignerConfig) (*Assigner, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = NopObserver{}
 	}
-	return &Assigner{cfg: cfg, kick: make(chan struct{}, 1), owned: map[BranchKey]bool{}}, nil
+	return &Assigner{cfg: cfg, kick: make(chan struct{}, 1), owned: map[BranchKey]bool{},
+		ownerBefore: map[BranchKey]string{}, departed: map[string]Departure{}}, nil
 }
 
 // Owns reports whether this replica owns key now.
@@ -166,15 +173,19 @@ func (o *Assigner) Run(ctx context.Context) error {
 // assign releases, then takes, what Decide says under view. A branch whose
 // claim another replica still holds (its release is under way, or it
 // crashed and the claim has not expired) is tried again next period.
+// Handovers are counted by the replica that takes the branch, by why its
+// previous owner let it go (handoverCause).
 func (o *Assigner) assign(ctx context.Context, view View) {
-	defer func() { o.prev = view }()
 	if view.Version == 0 {
 		return // before the first view: not even this replica is known
 	}
-	take, release := Decide(view, o.cfg.Host.Branches(), o.snapshot())
+	for _, d := range view.Left {
+		o.departed[d.Member] = d
+	}
+	branches := o.cfg.Host.Branches()
+	take, release := Decide(view, branches, o.snapshot())
 	for _, k := range release {
 		o.release(ctx, k, true)
-		o.cfg.Observer.Handover(CauseOf(o.prev, view, k))
 	}
 	for _, k := range take {
 		won, err := o.cfg.Claims.Acquire(ctx, k.String(), o.cfg.Token, o.cfg.ClaimTTL)
@@ -187,25 +198,47 @@ func (o *Assigner) assign(ctx context.Context, view View) {
 		}
 		o.setOwned(k, true)
 		o.cfg.Host.Take(k)
-		cause := CauseOf(o.prev, view, k)
-		o.cfg.Observer.Handover(cause)
-		if d, ok := o.departureOf(view, k); ok {
-			o.cfg.Observer.Failover(o.cfg.Clock.Since(d.LastRenewed))
+		cause, departure := o.handoverCause(view, k)
+		if cause != "" {
+			o.cfg.Observer.Handover(cause)
 		}
+		if departure != nil && departure.Cause != CauseGraceful {
+			o.cfg.Observer.Failover(o.cfg.Clock.Since(departure.LastRenewed))
+		}
+		delete(o.ownerBefore, k)
 		o.cfg.Log.Info("took the branch", "branch", k.String(), "cause", string(cause))
 	}
+	o.noteOwners(view, branches)
 	o.cfg.Observer.Owned(o.count())
 }
 
-// departureOf is the departure of the member that owned k before view,
-// when it left in view (a failover, not a handover).
-func (o *Assigner) departureOf(view View, k BranchKey) (Departure, bool) {
-	before := Owner(o.prev.Members, k)
-	if before == "" || before == view.Self {
-		return Departure{}, false
+// handoverCause is why the branch k just taken left its previous owner:
+// that owner's departure (graceful, member_lost), or member_joined when it
+// is still live (this replica joined and won the branch); "" for a branch
+// nobody owned before (a replica's first assignment, a new GitTarget).
+func (o *Assigner) handoverCause(view View, k BranchKey) (Cause, *Departure) {
+	before, ok := o.ownerBefore[k]
+	if !ok {
+		return "", nil
 	}
-	d, ok := view.Departed(before)
-	return d, ok && d.Cause != CauseGraceful
+	if view.Has(before) {
+		return CauseMemberJoined, nil
+	}
+	if d, ok := o.departed[before]; ok {
+		return d.Cause, &d
+	}
+	return CauseMemberLost, nil
+}
+
+// noteOwners records, for every branch another live member owns under
+// view, that member: the owner a later take hands the branch over from.
+func (o *Assigner) noteOwners(view View, branches []BranchKey) {
+	for _, k := range branches {
+		if owner := Owner(view.Members, k); owner != "" && owner != view.Self && !o.Owns(k) {
+			o.ownerBefore[k] = owner
+			delete(o.departed, owner) // live again: an old departure no longer says why
+		}
+	}
 }
 
 // renew keeps the claims alive. A claim lost (expired, or taken after a
@@ -238,6 +271,7 @@ func (o *Assigner) renew(ctx context.Context) {
 			o.cfg.Members.Suspend()
 			for k := range owned {
 				o.release(ctx, k, false)
+				o.cfg.Observer.Handover(CauseRedisLost)
 			}
 		}
 		return
@@ -273,8 +307,7 @@ func (o *Assigner) handOverAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), o.cfg.ClaimTTL)
 	defer cancel()
 	for k := range o.snapshot() {
-		o.release(ctx, k, true)
-		o.cfg.Observer.Handover(CauseGraceful)
+		o.release(ctx, k, true) // counted by the replica that takes it
 	}
 	o.cfg.Observer.Owned(0)
 	if err := o.cfg.Members.Leave(ctx); err != nil {

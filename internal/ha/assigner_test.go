@@ -47,7 +47,7 @@ func (m *fakeMembers) isSuspended() bool {
 	defer m.mu.Unlock()
 	return m.suspended
 }
-func (m *fakeMembers) Resume()  { m.mu.Lock(); m.suspended = false; m.mu.Unlock() }
+func (m *fakeMembers) Resume() { m.mu.Lock(); m.suspended = false; m.mu.Unlock() }
 func (m *fakeMembers) Leave(context.Context) error {
 	m.mu.Lock()
 	m.left = true
@@ -228,7 +228,7 @@ func TestTheAssignerGivesEverythingUpWhenItCannotRenewInTime(t *testing.T) {
 	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
 	clk.Step(2 * time.Second) // 10 s: the deadline
 	require.Equal(t, "release main graceful=false", host.next(t), "a fenced replica commits nothing")
-	require.False(t, a.Owns(k))
+	require.Eventually(t, func() bool { return !a.Owns(k) }, 5*time.Second, time.Millisecond)
 	require.True(t, members.isSuspended())
 
 	claims.mu.Lock()
@@ -256,4 +256,88 @@ func TestABranchWhoseClaimWasLostStopsWithoutCommitting(t *testing.T) {
 	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
 	clk.Step(2 * time.Second)
 	require.Equal(t, "release main graceful=false", host.next(t))
+}
+
+// recordingObserver keeps the handovers and failovers reported.
+type recordingObserver struct {
+	NopObserver
+	mu        sync.Mutex
+	handovers []Cause
+	failovers []time.Duration
+}
+
+func (r *recordingObserver) Handover(c Cause) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.handovers = append(r.handovers, c)
+}
+
+func (r *recordingObserver) Failover(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failovers = append(r.failovers, d)
+}
+
+func (r *recordingObserver) seen() ([]Cause, []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Cause(nil), r.handovers...), append([]time.Duration(nil), r.failovers...)
+}
+
+// A branch whose lost owner's claim outlives the view that moved it is
+// taken periods later: it is still counted once, as member_lost, by the
+// replica taking it, with the failover timed from the lost owner's last
+// renewal. A replica's first assignment is no handover.
+func TestATakeLateAfterTheViewStillCountsTheFailover(t *testing.T) {
+	keys := []BranchKey{{ProviderNamespace: "ns", Provider: "p", Branch: "b0"}, {ProviderNamespace: "ns", Provider: "p", Branch: "b1"},
+		{ProviderNamespace: "ns", Provider: "p", Branch: "b2"}, {ProviderNamespace: "ns", Provider: "p", Branch: "b3"}}
+	lostBranch := firstBranchOf(t, keys, "b", "a", "b")
+	members := newFakeMembers("a", "a", "b")
+	claims := &fakeClaims{holders: map[string]string{lostBranch.String(): "b-1"}}
+	host := &fakeHost{branches: keys, events: make(chan string, 16)}
+	clk := clocktesting.NewFakeClock(time.Now())
+	obs := &recordingObserver{}
+	a, err := NewAssigner(AssignerConfig{Members: members, Claims: claims, Host: host, Token: "a-1", Clock: clk, Log: logr.Discard(),
+		Observer: obs})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	mine := 0
+	for _, k := range keys {
+		if Owner([]string{"a", "b"}, k) == "a" {
+			mine++
+		}
+	}
+	for range mine {
+		require.Contains(t, host.next(t), "take ")
+	}
+
+	lastRenewed := clk.Now()
+	clk.Step(15 * time.Second)
+	members.mu.Lock()
+	members.view = View{Version: 2, Members: []string{"a"}, Self: "a", SelfLive: true,
+		Left: []Departure{{Member: "b", Cause: CauseMemberLost, LastRenewed: lastRenewed}}}
+	close(members.changed)
+	members.changed = make(chan struct{})
+	members.mu.Unlock()
+	require.Never(t, func() bool { return a.Owns(lostBranch) }, 100*time.Millisecond, 5*time.Millisecond,
+		"b's claim has not expired yet")
+
+	_, err = claims.Release(context.Background(), lostBranch.String(), "b-1") // it expires
+	require.NoError(t, err)
+	members.publish("a") // a later view, with no departure in it
+	require.Eventually(t, func() bool { return a.Owns(lostBranch) }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		handovers, failovers := obs.seen()
+		return len(handovers) == len(keys)-mine && len(failovers) == len(keys)-mine
+	}, 5*time.Second, time.Millisecond)
+	handovers, failovers := obs.seen()
+	for _, c := range handovers {
+		require.Equal(t, CauseMemberLost, c)
+	}
+	for _, d := range failovers {
+		require.GreaterOrEqual(t, d, 15*time.Second)
+	}
 }

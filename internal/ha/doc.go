@@ -5,20 +5,23 @@
 // release.
 //
 // It builds on client-go only (no controller-runtime) and reports to an
-// Observer, so it imports no Prometheus either. It decides; it does not
-// move work. The owner code that wires it is expected to:
+// Observer, so it imports no Prometheus either. The Assigner
+// (assigner.go) acts on the views, through a Host (the engine) that moves
+// the work:
 //
-//  1. build one Membership per process (Config: the operator namespace,
-//     the pod name as Identity, the metrics as Observer) and Run it;
-//  2. on every view from Views (or Current), call Decide with the branches
-//     it knows and the ones it owns; release first (flush, journal, stop
-//     the worker, release the branch's claim in Redis), then take (win the
-//     claim, then start the worker and its GitTargets' watches); report
-//     Owned, and per moved branch Handover(CauseOf(previous view, view,
-//     branch)) and, for a taken branch whose owner departed,
-//     Failover(now - Departure.LastRenewed);
-//  3. call Suspend when Redis is unreachable and Resume when it is back;
-//  4. on graceful shutdown release every branch, then Leave, then end Run.
+//  1. the operator builds one Membership per process (the operator
+//     namespace, the pod name as Identity, the metrics as Observer) and
+//     runs it beside the Assigner;
+//  2. on every view, kick and renew period the Assigner calls Decide with
+//     the branches the Host knows and the ones it owns; it releases first
+//     (the worker commits what it holds, then the branch's claim in Redis
+//     is released), then takes (wins the claim, then the Host starts the
+//     worker and its GitTargets' watches); it reports Owned and, per branch
+//     taken, Handover (why its previous owner let it go) and, for one whose
+//     owner was lost, Failover(now - Departure.LastRenewed);
+//  3. it Suspends the membership when it cannot renew its claims in time,
+//     and Resumes it once Redis answers;
+//  4. on graceful shutdown it releases every branch, then Leaves.
 //
 // The fences are elsewhere: the per-branch claim in Redis decides between
 // two replicas whose views briefly disagree, and the forge's
