@@ -90,7 +90,7 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	// this replica takes the branch.
 	r.Engine.NoteTarget(keyOf(&target), branchOf(&target))
 	if !r.Engine.Owns(branchOf(&target)) {
-		r.Engine.RemoveTarget(ctx, keyOf(&target))
+		r.Engine.StopMoved(ctx, keyOf(&target), branchOf(&target))
 		return reconcile.Result{}, nil
 	}
 	run := &targetRun{target: &target, conds: newTargetConditions(&target.Status.Conditions, target.Generation), requeue: r.resync()}

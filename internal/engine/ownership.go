@@ -159,3 +159,17 @@ func (e *Engine) Release(_ context.Context, key branch.Key, graceful bool) {
 func (e *Engine) lost(key branch.Key) {
 	go e.Release(context.Background(), key, false)
 }
+
+// StopMoved stops GitTarget t here when it runs on a branch other than key
+// (its spec moved it to a branch another replica owns). A target still on
+// key is left to the branch's release, which lets the worker commit what
+// it holds: removing it from the worker would drop its pending writes,
+// which the journal then forgets too.
+func (e *Engine) StopMoved(ctx context.Context, t branch.TargetKey, key branch.Key) {
+	e.mu.Lock()
+	entry := e.targets[t]
+	e.mu.Unlock()
+	if entry != nil && entry.spec.Worker != key {
+		e.RemoveTarget(ctx, t)
+	}
+}

@@ -90,7 +90,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	e.handover.RLock()
 	defer e.handover.RUnlock()
 	if !e.Owns(spec.Worker) {
-		e.RemoveTarget(runCtx, spec.Key)
+		e.StopMoved(runCtx, spec.Key, spec.Worker)
 		return ErrNotOwner
 	}
 	src := e.SourceFor(spec.Source)
