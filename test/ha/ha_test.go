@@ -14,7 +14,8 @@ import (
 
 // TestThreeReplicasShareTheBranchesAndHandThemOver runs three operator
 // processes on six branches of one repository, then kills one, stops one
-// gracefully and starts it again. Each step needs the one before, so they
+// gracefully and starts it again, cuts one off from Redis and lets it
+// back, and scales to one replica and back to three. Each step needs the one before, so they
 // are one test; a step that fails ends it.
 func TestThreeReplicasShareTheBranchesAndHandThemOver(t *testing.T) {
 	const name, prefix = "spread", "ha-spread:"
@@ -41,6 +42,8 @@ func TestThreeReplicasShareTheBranchesAndHandThemOver(t *testing.T) {
 		{"a killed owner's branch moves on through another replica", st.killAnOwner},
 		{"a stopping replica hands its branches over", st.stopOneGracefully},
 		{"a returning replica takes back only what rendezvous gives it", st.startItAgain},
+		{"a replica cut off from Redis gives its branches up before another takes them", st.cutOffFromRedis},
+		{"scaling 3 to 1 to 3 moves only the branches it must", st.scaleToOneAndBack},
 	} {
 		if !t.Run(step.name, step.run) {
 			return
@@ -242,24 +245,6 @@ func (st *steps) startItAgain(t *testing.T) {
 	before := waitSettled(t, st.c, st.s, st.members)
 	mark := st.events.mark()
 	st.c.start(t, st.stopped)
-	st.members = append(st.members, st.stopped)
-	slices.Sort(st.members)
-	after := waitSettled(t, st.c, st.s, st.members)
-	var moved []mirrored
-	for _, m := range st.s.branches {
-		if ha.Owner(st.members, m.key) == st.stopped {
-			moved = append(moved, m)
-			require.NotEqual(t, before[m.key], after[m.key])
-			continue
-		}
-		require.Equal(t, before[m.key], after[m.key], "branch %s stays with its holder", m.key)
-		require.Empty(t, st.events.since(mark, m.key), "nothing happened to the claim on %s", m.key)
-	}
-	require.NotEmpty(t, moved)
-	for _, m := range moved {
-		require.Equal(t, "del", st.waitEnd(t, mark, m.key), "the previous holder released %s", m.key)
-		setValue(t, m, "after-return")
-		st.s.waitInGit(t, st.c, m, "after-return")
-	}
+	moved := st.rejoined(t, st.stopped, before, mark)
 	t.Logf("%d of %d branches moved to the returning %s", len(moved), len(st.s.branches), st.stopped)
 }
