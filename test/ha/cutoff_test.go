@@ -59,6 +59,7 @@ func (st *steps) cutOffFromRedis(t *testing.T) {
 	first := st.waitFirst(t, lost, "after-cut")
 	t.Logf("redis cut-off of %s: gave %d branches up %s after the cut; first commit by a survivor %s after it",
 		victim, len(lost), gaveUp.Sub(cut).Round(100*time.Millisecond), first.Sub(cut).Round(100*time.Millisecond))
+	st.logClaimTimes(t, "the cut", cut, mark, lost)
 	for _, m := range lost {
 		st.s.waitInGit(t, st.c, m, "after-cut")
 		require.True(t, st.s.isAncestor(heads[m.branch], st.s.head(t, m)),

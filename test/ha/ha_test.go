@@ -118,16 +118,7 @@ func (st *steps) killAnOwner(t *testing.T) {
 	first := st.waitFirst(t, lost, "after-kill")
 	t.Logf("failover: SIGKILL of %s to the first commit by another replica: %s (%d branches moved)",
 		victim, first.Sub(killed).Round(100*time.Millisecond), len(lost))
-	for _, m := range lost {
-		// The claim is won before the branch's worker starts, so both
-		// events came before the first commit (their delivery may lag).
-		expired, taken := st.events.firstAt(mark, m.key, "expired"), st.events.firstAt(mark, m.key, "set")
-		if expired.IsZero() || taken.IsZero() {
-			continue
-		}
-		t.Logf("failover of %s: claim expired %s after the kill, taken %s after it",
-			m.key, expired.Sub(killed).Round(100*time.Millisecond), taken.Sub(killed).Round(100*time.Millisecond))
-	}
+	st.logClaimTimes(t, "the kill", killed, mark, lost)
 	for _, m := range lost {
 		st.s.waitInGit(t, st.c, m, "after-kill")
 		require.True(t, st.s.isAncestor(heads[m.branch], st.s.head(t, m)),
@@ -147,6 +138,22 @@ func (st *steps) killAnOwner(t *testing.T) {
 	st.members = append(st.members, victim)
 	slices.Sort(st.members)
 	waitSettled(t, st.c, st.s, st.members)
+}
+
+// logClaimTimes logs, for the failover figures (never asserted), when
+// each of lost's claims ran out and was set again after the event at since.
+func (st *steps) logClaimTimes(t *testing.T, event string, since time.Time, mark map[string]int, lost []mirrored) {
+	t.Helper()
+	for _, m := range lost {
+		// The claim is won before the branch's worker starts, so both
+		// events came before the first commit (their delivery may lag).
+		expired, taken := st.events.firstAt(mark, m.key, "expired"), st.events.firstAt(mark, m.key, "set")
+		if expired.IsZero() || taken.IsZero() {
+			continue
+		}
+		t.Logf("failover of %s: claim expired %s after %s, taken %s after it", m.key,
+			expired.Sub(since).Round(100*time.Millisecond), event, taken.Sub(since).Round(100*time.Millisecond))
+	}
 }
 
 // waitFirst waits until value is in Git on one of branches and returns
