@@ -25,62 +25,44 @@ const redisLostSeries = `gitopsreverser_ha_handovers_total{cause="redis_lost"}`
 // forwards again it rejoins and takes back only what rendezvous gives it.
 func (st *steps) cutOffFromRedis(t *testing.T) {
 	ctx := context.Background()
-	holders := waitSettled(t, st.c, st.s, st.members)
-	victim := identityOf(holders[st.s.branches[2].key])
-	lost := holders.ownedBy(st.s, victim)
-	heads := map[string]string{}
-	for _, m := range lost {
-		heads[m.branch] = st.s.head(t, m)
-	}
-	r := st.c.get(victim)
+	d := st.ownerOf(t, 2)
+	r := st.c.get(d.identity)
 	givenUp, err := r.series(ctx, redisLostSeries)
 	require.NoError(t, err)
 	mark := st.events.mark()
 	cut := time.Now()
-	st.c.proxy(victim).Cut()
+	st.c.proxy(d.identity).Cut()
 	require.Eventually(t, func() bool {
 		owned, err := r.metric(ctx, ownedMetric)
 		if err != nil || owned != 0 {
 			return false
 		}
 		n, err := r.series(ctx, redisLostSeries)
-		return err == nil && n == givenUp+float64(len(lost))
-	}, patience, 50*time.Millisecond, "replica %s never gave its %d branches up; log %s", victim, len(lost), r.logPath)
+		return err == nil && n == givenUp+float64(len(d.branches))
+	}, patience, 50*time.Millisecond, "replica %s never gave its %d branches up; log %s", d.identity, len(d.branches), r.logPath)
 	gaveUp := time.Now()
-	for _, m := range lost {
+	for _, m := range d.branches {
 		require.NotContains(t, st.events.since(mark, m.key), "set",
-			"a survivor claimed %s before the cut-off %s had given it up", m.key, victim)
+			"a survivor claimed %s before the cut-off %s had given it up", m.key, d.identity)
 	}
 	// Only now the change: the cut-off replica has stopped the branch, so
 	// only a survivor can commit it.
-	for _, m := range lost {
+	for _, m := range d.branches {
 		setValue(t, m, "after-cut")
 	}
-	first := st.waitFirst(t, lost, "after-cut")
+	first := st.waitFirst(t, d.branches, "after-cut")
 	t.Logf("redis cut-off of %s: gave %d branches up %s after the cut; first commit by a survivor %s after it",
-		victim, len(lost), gaveUp.Sub(cut).Round(100*time.Millisecond), first.Sub(cut).Round(100*time.Millisecond))
-	st.logClaimTimes(t, "the cut", cut, mark, lost)
-	for _, m := range lost {
-		st.s.waitInGit(t, st.c, m, "after-cut")
-		require.True(t, st.s.isAncestor(heads[m.branch], st.s.head(t, m)),
-			"branch %s only moves forward: the cut-off owner's head %s is an ancestor", m.branch, heads[m.branch])
-	}
-	survivors := without(st.members, victim)
-	before := waitSettled(t, st.c, st.s, survivors)
-	for _, m := range lost {
-		require.NotEqual(t, victim, identityOf(before[m.key]), "the cut-off replica holds no claim on %s", m.key)
-		require.Equal(t, "expired", st.waitEnd(t, mark, m.key),
-			"the cut-off replica's claim on %s ran out; it could not release it", m.key)
-		require.Equal(t, "set", st.waitAfter(t, mark, m.key, "expired"), "a survivor claimed %s once it ran out", m.key)
-	}
+		d.identity, len(d.branches), gaveUp.Sub(cut).Round(100*time.Millisecond), first.Sub(cut).Round(100*time.Millisecond))
+	st.logClaimTimes(t, "the cut", cut, mark, d.branches)
+	before := st.requireTakenOver(t, d, "after-cut", mark)
 	owned, err := r.metric(ctx, ownedMetric)
 	require.NoError(t, err)
-	require.Zero(t, owned, "replica %s still owns nothing while cut off", victim)
+	require.Zero(t, owned, "replica %s still owns nothing while cut off", d.identity)
 
 	mark = st.events.mark()
-	st.c.proxy(victim).Restore()
-	moved := st.rejoined(t, victim, before, mark)
-	t.Logf("%d of %d branches moved back to %s once it reached Redis again", len(moved), len(st.s.branches), victim)
+	st.c.proxy(d.identity).Restore()
+	moved := st.rejoined(t, d.identity, before, mark)
+	t.Logf("%d of %d branches moved back to %s once it reached Redis again", len(moved), len(st.s.branches), d.identity)
 }
 
 // rejoined waits until who, just back among the members, holds what

@@ -102,42 +102,63 @@ func (st *steps) allInGit(value string) bool {
 // the kill reaches Git through another replica, on top of the head the
 // killed one left; its claims ran out (no release) and are another's now.
 func (st *steps) killAnOwner(t *testing.T) {
-	holders := waitSettled(t, st.c, st.s, st.members)
-	victim := identityOf(holders[st.s.branches[0].key])
-	lost := holders.ownedBy(st.s, victim)
-	heads := map[string]string{}
-	for _, m := range lost {
-		heads[m.branch] = st.s.head(t, m)
-	}
+	d := st.ownerOf(t, 0)
 	mark := st.events.mark()
 	killed := time.Now()
-	st.c.get(victim).kill()
-	for _, m := range lost {
+	st.c.get(d.identity).kill()
+	for _, m := range d.branches {
 		setValue(t, m, "after-kill")
 	}
-	first := st.waitFirst(t, lost, "after-kill")
+	first := st.waitFirst(t, d.branches, "after-kill")
 	t.Logf("failover: SIGKILL of %s to the first commit by another replica: %s (%d branches moved)",
-		victim, first.Sub(killed).Round(100*time.Millisecond), len(lost))
-	st.logClaimTimes(t, "the kill", killed, mark, lost)
-	for _, m := range lost {
-		st.s.waitInGit(t, st.c, m, "after-kill")
-		require.True(t, st.s.isAncestor(heads[m.branch], st.s.head(t, m)),
-			"branch %s only moves forward: the killed owner's head %s is an ancestor", m.branch, heads[m.branch])
-	}
-	st.members = without(st.members, victim)
-	after := waitSettled(t, st.c, st.s, st.members)
-	for _, m := range lost {
-		require.NotEqual(t, holders[m.key], after[m.key], "the killed replica holds no claim")
-		require.Equal(t, "expired", st.waitEnd(t, mark, m.key),
-			"the killed replica's claim on %s ran out; nobody released it", m.key)
-		require.Equal(t, "set", st.waitAfter(t, mark, m.key, "expired"), "a survivor claimed %s once it ran out", m.key)
-	}
+		d.identity, first.Sub(killed).Round(100*time.Millisecond), len(d.branches))
+	st.logClaimTimes(t, "the kill", killed, mark, d.branches)
+	st.requireTakenOver(t, d, "after-kill", mark)
 	// The killed pod comes back under its name, as a StatefulSet's would:
 	// a new process, a new claim token.
-	st.c.start(t, victim)
-	st.members = append(st.members, victim)
-	slices.Sort(st.members)
+	st.c.start(t, d.identity)
 	waitSettled(t, st.c, st.s, st.members)
+}
+
+// departing is a replica a step takes away, and what it held then.
+type departing struct {
+	identity string
+	branches []mirrored
+	heads    map[string]string // by branch, when the step began
+}
+
+// ownerOf waits until the members settle and names the holder of the
+// i-th branch, with its branches and their heads.
+func (st *steps) ownerOf(t *testing.T, i int) departing {
+	t.Helper()
+	holders := waitSettled(t, st.c, st.s, st.members)
+	d := departing{identity: identityOf(holders[st.s.branches[i].key]), heads: map[string]string{}}
+	d.branches = holders.ownedBy(st.s, d.identity)
+	for _, m := range d.branches {
+		d.heads[m.branch] = st.s.head(t, m)
+	}
+	return d
+}
+
+// requireTakenOver: value, changed after d stopped owning its branches,
+// reached each of them on top of the head d left (the branch only moves
+// forward, nothing forced); the other members settle without d, and each
+// of d's claims ran out ("expired": d released none) before a survivor
+// set it. It returns the survivors' holders.
+func (st *steps) requireTakenOver(t *testing.T, d departing, value string, mark map[string]int) settled {
+	t.Helper()
+	for _, m := range d.branches {
+		st.s.waitInGit(t, st.c, m, value)
+		require.True(t, st.s.isAncestor(d.heads[m.branch], st.s.head(t, m)),
+			"branch %s only moves forward: %s's head %s is an ancestor", m.branch, d.identity, d.heads[m.branch])
+	}
+	after := waitSettled(t, st.c, st.s, without(st.members, d.identity))
+	for _, m := range d.branches {
+		require.NotEqual(t, d.identity, identityOf(after[m.key]), "%s holds no claim on %s", d.identity, m.key)
+		require.Equal(t, "expired", st.waitEnd(t, mark, m.key), "%s's claim on %s ran out; nobody released it", d.identity, m.key)
+		require.Equal(t, "set", st.waitAfter(t, mark, m.key, "expired"), "a survivor claimed %s once it ran out", m.key)
+	}
+	return after
 }
 
 // logClaimTimes logs, for the failover figures (never asserted), when
