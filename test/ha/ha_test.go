@@ -14,7 +14,8 @@ import (
 
 // TestThreeReplicasShareTheBranchesAndHandThemOver runs three operator
 // processes on six branches of one repository, then kills one, stops one
-// gracefully and starts it again. Each step needs the one before, so they
+// gracefully and starts it again, cuts one off from Redis and lets it
+// back, and scales to one replica and back to three. Each step needs the one before, so they
 // are one test; a step that fails ends it.
 func TestThreeReplicasShareTheBranchesAndHandThemOver(t *testing.T) {
 	const name, prefix = "spread", "ha-spread:"
@@ -41,6 +42,8 @@ func TestThreeReplicasShareTheBranchesAndHandThemOver(t *testing.T) {
 		{"a killed owner's branch moves on through another replica", st.killAnOwner},
 		{"a stopping replica hands its branches over", st.stopOneGracefully},
 		{"a returning replica takes back only what rendezvous gives it", st.startItAgain},
+		{"a replica cut off from Redis gives its branches up before another takes them", st.cutOffFromRedis},
+		{"scaling 3 to 1 to 3 moves only the branches it must", st.scaleToOneAndBack},
 	} {
 		if !t.Run(step.name, step.run) {
 			return
@@ -99,22 +102,69 @@ func (st *steps) allInGit(value string) bool {
 // the kill reaches Git through another replica, on top of the head the
 // killed one left; its claims ran out (no release) and are another's now.
 func (st *steps) killAnOwner(t *testing.T) {
-	holders := waitSettled(t, st.c, st.s, st.members)
-	victim := identityOf(holders[st.s.branches[0].key])
-	lost := holders.ownedBy(st.s, victim)
-	heads := map[string]string{}
-	for _, m := range lost {
-		heads[m.branch] = st.s.head(t, m)
-	}
+	d := st.ownerOf(t, 0)
 	mark := st.events.mark()
 	killed := time.Now()
-	st.c.get(victim).kill()
-	for _, m := range lost {
+	st.c.get(d.identity).kill()
+	for _, m := range d.branches {
 		setValue(t, m, "after-kill")
 	}
-	first := st.waitFirst(t, lost, "after-kill")
+	first := st.waitFirst(t, d.branches, "after-kill")
 	t.Logf("failover: SIGKILL of %s to the first commit by another replica: %s (%d branches moved)",
-		victim, first.Sub(killed).Round(100*time.Millisecond), len(lost))
+		d.identity, first.Sub(killed).Round(100*time.Millisecond), len(d.branches))
+	st.logClaimTimes(t, "the kill", killed, mark, d.branches)
+	st.requireTakenOver(t, d, "after-kill", mark)
+	// The killed pod comes back under its name, as a StatefulSet's would:
+	// a new process, a new claim token.
+	st.c.start(t, d.identity)
+	waitSettled(t, st.c, st.s, st.members)
+}
+
+// departing is a replica a step takes away, and what it held then.
+type departing struct {
+	identity string
+	branches []mirrored
+	heads    map[string]string // by branch, when the step began
+}
+
+// ownerOf waits until the members settle and names the holder of the
+// i-th branch, with its branches and their heads.
+func (st *steps) ownerOf(t *testing.T, i int) departing {
+	t.Helper()
+	holders := waitSettled(t, st.c, st.s, st.members)
+	d := departing{identity: identityOf(holders[st.s.branches[i].key]), heads: map[string]string{}}
+	d.branches = holders.ownedBy(st.s, d.identity)
+	for _, m := range d.branches {
+		d.heads[m.branch] = st.s.head(t, m)
+	}
+	return d
+}
+
+// requireTakenOver: value, changed after d stopped owning its branches,
+// reached each of them on top of the head d left (the branch only moves
+// forward, nothing forced); the other members settle without d, and each
+// of d's claims ran out ("expired": d released none) before a survivor
+// set it. It returns the survivors' holders.
+func (st *steps) requireTakenOver(t *testing.T, d departing, value string, mark map[string]int) settled {
+	t.Helper()
+	for _, m := range d.branches {
+		st.s.waitInGit(t, st.c, m, value)
+		require.True(t, st.s.isAncestor(d.heads[m.branch], st.s.head(t, m)),
+			"branch %s only moves forward: %s's head %s is an ancestor", m.branch, d.identity, d.heads[m.branch])
+	}
+	after := waitSettled(t, st.c, st.s, without(st.members, d.identity))
+	for _, m := range d.branches {
+		require.NotEqual(t, d.identity, identityOf(after[m.key]), "%s holds no claim on %s", d.identity, m.key)
+		require.Equal(t, "expired", st.waitEnd(t, mark, m.key), "%s's claim on %s ran out; nobody released it", d.identity, m.key)
+		require.Equal(t, "set", st.waitAfter(t, mark, m.key, "expired"), "a survivor claimed %s once it ran out", m.key)
+	}
+	return after
+}
+
+// logClaimTimes logs, for the failover figures (never asserted), when
+// each of lost's claims ran out and was set again after the event at since.
+func (st *steps) logClaimTimes(t *testing.T, event string, since time.Time, mark map[string]int, lost []mirrored) {
+	t.Helper()
 	for _, m := range lost {
 		// The claim is won before the branch's worker starts, so both
 		// events came before the first commit (their delivery may lag).
@@ -122,28 +172,9 @@ func (st *steps) killAnOwner(t *testing.T) {
 		if expired.IsZero() || taken.IsZero() {
 			continue
 		}
-		t.Logf("failover of %s: claim expired %s after the kill, taken %s after it",
-			m.key, expired.Sub(killed).Round(100*time.Millisecond), taken.Sub(killed).Round(100*time.Millisecond))
+		t.Logf("failover of %s: claim expired %s after %s, taken %s after it", m.key,
+			expired.Sub(since).Round(100*time.Millisecond), event, taken.Sub(since).Round(100*time.Millisecond))
 	}
-	for _, m := range lost {
-		st.s.waitInGit(t, st.c, m, "after-kill")
-		require.True(t, st.s.isAncestor(heads[m.branch], st.s.head(t, m)),
-			"branch %s only moves forward: the killed owner's head %s is an ancestor", m.branch, heads[m.branch])
-	}
-	st.members = without(st.members, victim)
-	after := waitSettled(t, st.c, st.s, st.members)
-	for _, m := range lost {
-		require.NotEqual(t, holders[m.key], after[m.key], "the killed replica holds no claim")
-		require.Equal(t, "expired", st.waitEnd(t, mark, m.key),
-			"the killed replica's claim on %s ran out; nobody released it", m.key)
-		require.Equal(t, "set", st.waitAfter(t, mark, m.key, "expired"), "a survivor claimed %s once it ran out", m.key)
-	}
-	// The killed pod comes back under its name, as a StatefulSet's would:
-	// a new process, a new claim token.
-	st.c.start(t, victim)
-	st.members = append(st.members, victim)
-	slices.Sort(st.members)
-	waitSettled(t, st.c, st.s, st.members)
 }
 
 // waitFirst waits until value is in Git on one of branches and returns
@@ -242,24 +273,6 @@ func (st *steps) startItAgain(t *testing.T) {
 	before := waitSettled(t, st.c, st.s, st.members)
 	mark := st.events.mark()
 	st.c.start(t, st.stopped)
-	st.members = append(st.members, st.stopped)
-	slices.Sort(st.members)
-	after := waitSettled(t, st.c, st.s, st.members)
-	var moved []mirrored
-	for _, m := range st.s.branches {
-		if ha.Owner(st.members, m.key) == st.stopped {
-			moved = append(moved, m)
-			require.NotEqual(t, before[m.key], after[m.key])
-			continue
-		}
-		require.Equal(t, before[m.key], after[m.key], "branch %s stays with its holder", m.key)
-		require.Empty(t, st.events.since(mark, m.key), "nothing happened to the claim on %s", m.key)
-	}
-	require.NotEmpty(t, moved)
-	for _, m := range moved {
-		require.Equal(t, "del", st.waitEnd(t, mark, m.key), "the previous holder released %s", m.key)
-		setValue(t, m, "after-return")
-		st.s.waitInGit(t, st.c, m, "after-return")
-	}
+	moved := st.rejoined(t, st.stopped, before, mark)
 	t.Logf("%d of %d branches moved to the returning %s", len(moved), len(st.s.branches), st.stopped)
 }

@@ -50,13 +50,17 @@ type cluster struct {
 	mu       sync.Mutex
 	replicas map[string]*replica // running or stopped, by identity
 	starts   int
+	// proxies stand between each identity and redis-server, kept across
+	// its restarts, so a step can cut any replica off from Redis.
+	proxies map[string]*redisProxy
 }
 
 // newCluster creates the operator namespace; no replica runs yet.
 func newCluster(t *testing.T, name, prefix string, count int) *cluster {
 	t.Helper()
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	return &cluster{name: name, prefix: prefix, count: count, t: t, replicas: map[string]*replica{}}
+	return &cluster{name: name, prefix: prefix, count: count, t: t, replicas: map[string]*replica{},
+		proxies: map[string]*redisProxy{}}
 }
 
 // start runs the operator as replica identity; the cluster's test kills it
@@ -70,6 +74,11 @@ func (c *cluster) start(t *testing.T, identity string) *replica {
 	c.mu.Lock()
 	c.starts++
 	logPath := filepath.Join(env.dir, fmt.Sprintf("%s-%s-%d.log", c.name, identity, c.starts))
+	proxy := c.proxies[identity]
+	if proxy == nil {
+		proxy = startRedisProxy(c.t, env.redis.Addr())
+		c.proxies[identity] = proxy
+	}
 	c.mu.Unlock()
 	args := []string{
 		"--kubeconfig=" + env.kubeconfig,
@@ -80,7 +89,7 @@ func (c *cluster) start(t *testing.T, identity string) *replica {
 		"--author-attribution=false",
 		"--metrics-bind-address=" + metricsAddr,
 		"--health-probe-bind-address=0",
-		"--redis-addr=" + env.redis.Addr(),
+		"--redis-addr=" + proxy.Addr(),
 		"--redis-key-prefix=" + c.prefix,
 		"--replica-count=" + strconv.Itoa(c.count),
 		"--replica-identity=" + identity,
@@ -118,13 +127,21 @@ func (c *cluster) get(identity string) *replica {
 	return c.replicas[identity]
 }
 
-// running are the replicas whose process has not ended, by identity.
+// proxy is the proxy between identity and redis-server.
+func (c *cluster) proxy(identity string) *redisProxy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proxies[identity]
+}
+
+// running are the replicas whose process has not ended and that can reach
+// Redis (one cut off from it is out of the group until it can again).
 func (c *cluster) running() []*replica {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*replica
-	for _, r := range c.replicas {
-		if !r.exited() {
+	for id, r := range c.replicas {
+		if !r.exited() && !c.proxies[id].IsCut() {
 			out = append(out, r)
 		}
 	}
@@ -170,6 +187,31 @@ func (r *replica) terminate(t *testing.T) {
 // metric is the sum of every series of the gauge or counter name, read
 // from the replica's metrics endpoint.
 func (r *replica) metric(ctx context.Context, name string) (float64, error) {
+	return r.scrape(ctx, func(scanner *bufio.Scanner) (float64, error) { return sumSeries(scanner, name) })
+}
+
+// series is the value of one labelled series, as the text format writes
+// it (`name{label="value"}`), or 0 while a counter has none yet.
+func (r *replica) series(ctx context.Context, series string) (float64, error) {
+	return r.scrape(ctx, func(scanner *bufio.Scanner) (float64, error) {
+		for scanner.Scan() {
+			if value, ok := strings.CutPrefix(scanner.Text(), series+" "); ok {
+				v, err := strconv.ParseFloat(value, 64)
+				if err != nil {
+					return 0, fmt.Errorf("parsing %s: %w", series, err)
+				}
+				return v, nil
+			}
+		}
+		if err := scanner.Err(); err != nil {
+			return 0, fmt.Errorf("reading the metrics: %w", err)
+		}
+		return 0, nil
+	})
+}
+
+// scrape reads the replica's metrics endpoint with read.
+func (r *replica) scrape(ctx context.Context, read func(*bufio.Scanner) (float64, error)) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.metricsURL, nil)
@@ -184,7 +226,7 @@ func (r *replica) metric(ctx context.Context, name string) (float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("scraping replica %s: %s", r.identity, resp.Status)
 	}
-	return sumSeries(bufio.NewScanner(resp.Body), name)
+	return read(bufio.NewScanner(resp.Body))
 }
 
 // sumSeries adds the values of every sample of name in the Prometheus text
