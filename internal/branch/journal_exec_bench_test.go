@@ -50,17 +50,25 @@ func BenchmarkJournaledReplay(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				for {
-					if _, n := counting.counts(); n == 2000*(i+1) {
-						break
-					}
-					time.Sleep(100 * time.Microsecond) // polling for the sentinel, not timing
-				}
+				waitJournaled(counting, 2000*(i+1))
 			}
 			b.StopTimer()
 			appends, _ := counting.counts()
 			b.ReportMetric(float64(appends)/float64(b.N), "appends/op")
 		})
+	}
+}
+
+// waitJournaled polls the counting journal until n records went in: the
+// sentinel that the replay is journaled.
+func waitJournaled(counting *countingJournal, n int) {
+	poll := time.NewTicker(100 * time.Microsecond)
+	defer poll.Stop()
+	for {
+		if _, got := counting.counts(); got == n {
+			return
+		}
+		<-poll.C
 	}
 }
 

@@ -91,7 +91,17 @@ func BenchmarkLeaseWrites(b *testing.B) {
 	b.ResetTimer()
 	before, reads := a.transport.writes.Load(), a.transport.reads.Load()
 	began := time.Now()
-	time.Sleep(time.Duration(b.N) * ha.DefaultRetryPeriod)
+	// The sentinel is the b.N-th renewal: the periods it took are read off
+	// the clock after it, so a loaded machine that renews late shows as
+	// fewer writes per period, never more.
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	deadline := began.Add(time.Duration(2*b.N+2) * ha.DefaultRetryPeriod)
+	for a.transport.writes.Load()-before < int64(b.N) {
+		if now := <-poll.C; now.After(deadline) {
+			b.Fatalf("%d renewals in %s", a.transport.writes.Load()-before, now.Sub(began))
+		}
+	}
 	elapsed := time.Since(began)
 	writes := a.transport.writes.Load() - before
 	b.StopTimer()

@@ -45,13 +45,13 @@ type Options struct {
 	// the default: the endpoint has no authentication, and a CPU profile
 	// or a trace asked of it costs the process while it runs, so it is
 	// for a port-forward while investigating, not a Service.
-	PprofAddr               string
-	LeaderElect             bool
+	PprofAddr   string
+	LeaderElect bool
 	// Replicas is how many replicas run; more than one share the branches
 	// (internal/ha) and need Redis and a ReplicaIdentity each.
 	Replicas int
 	// ReplicaIdentity is this replica's name among them (the pod name).
-	ReplicaIdentity string
+	ReplicaIdentity         string
 	LeaderElectionNamespace string
 	// OperatorNamespace holds remote kubeconfig Secrets and the leader Lease.
 	OperatorNamespace string
@@ -330,7 +330,7 @@ func setupControllers(mgr ctrl.Manager, eng *engine.Engine, fm *metrics.ForgeMet
 		{"ClusterWatchRule", &controller.RuleReconciler{Client: c, Engine: eng, Cluster: true}},
 		{"CommitRequest", &controller.CommitRequestReconciler{Client: c, TargetReader: mgr.GetAPIReader(), Engine: eng, Submitters: submitters,
 			EveryReplica: o.Replicas > 1,
-			Retention: o.CommitRequestRetention}},
+			Retention:    o.CommitRequestRetention}},
 	}
 	for _, r := range reconcilers {
 		if err := r.setup.SetupWithManager(mgr); err != nil {
