@@ -3,6 +3,7 @@ package ha
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,7 +66,11 @@ type AssignerConfig struct {
 	RenewDeadline time.Duration
 	// Ping checks the shared store while no claim is held (Renew of none
 	// sends nothing); nil skips it.
-	Ping     func(ctx context.Context) error
+	Ping func(ctx context.Context) error
+	// Drop deletes the journal of a branch no GitTarget writes any more,
+	// while token still holds its claim (redisstore.Journal.Drop); nil
+	// leaves it.
+	Drop     func(ctx context.Context, branch, token string) error
 	Clock    clock.WithTicker
 	Observer Observer
 	Log      logr.Logger
@@ -185,6 +190,10 @@ func (o *Assigner) assign(ctx context.Context, view View) {
 	branches := o.cfg.Host.Branches()
 	take, release := Decide(view, branches, o.snapshot())
 	for _, k := range release {
+		if !slices.Contains(branches, k) {
+			o.retire(ctx, k)
+			continue
+		}
 		o.release(ctx, k, true)
 	}
 	for _, k := range take {
@@ -296,6 +305,24 @@ func (o *Assigner) release(ctx context.Context, k BranchKey, graceful bool) {
 	}
 	if _, err := o.cfg.Claims.Release(ctx, k.String(), o.cfg.Token); err != nil {
 		// The claim expires after ClaimTTL; the next owner waits that long.
+		o.cfg.Log.Error(err, "releasing the claim on a branch", "branch", k.String())
+	}
+}
+
+// retire stops a branch no GitTarget writes any more (its last one was
+// deleted or moved to another branch): its worker commits what it holds,
+// then its journal is dropped while the claim still fences it, and the
+// claim is released. Nothing is left in the store for a branch that may
+// never come back.
+func (o *Assigner) retire(ctx context.Context, k BranchKey) {
+	o.cfg.Host.Release(ctx, k, true)
+	o.setOwned(k, false)
+	if o.cfg.Drop != nil {
+		if err := o.cfg.Drop(ctx, k.String(), o.cfg.Token); err != nil {
+			o.cfg.Log.Error(err, "dropping the journal of a branch no GitTarget writes", "branch", k.String())
+		}
+	}
+	if _, err := o.cfg.Claims.Release(ctx, k.String(), o.cfg.Token); err != nil {
 		o.cfg.Log.Error(err, "releasing the claim on a branch", "branch", k.String())
 	}
 }

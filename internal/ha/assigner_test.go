@@ -108,11 +108,22 @@ func (c *fakeClaims) holder(b string) string {
 
 // fakeHost records what the assigner did, in order.
 type fakeHost struct {
+	mu       sync.Mutex
 	branches []BranchKey
 	events   chan string
 }
 
-func (h *fakeHost) Branches() []BranchKey { return h.branches }
+func (h *fakeHost) Branches() []BranchKey {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.branches
+}
+
+func (h *fakeHost) setBranches(keys ...BranchKey) {
+	h.mu.Lock()
+	h.branches = keys
+	h.mu.Unlock()
+}
 func (h *fakeHost) Take(k BranchKey)      { h.events <- "take " + k.Branch }
 func (h *fakeHost) Release(_ context.Context, k BranchKey, graceful bool) {
 	h.events <- fmt.Sprintf("release %s graceful=%t", k.Branch, graceful)
@@ -142,7 +153,8 @@ func firstBranchOf(t *testing.T, keys []BranchKey, member string, members ...str
 	return BranchKey{}
 }
 
-func startAssigner(t *testing.T, members *fakeMembers, claims *fakeClaims, host *fakeHost, clk *clocktesting.FakeClock) (*Assigner, context.CancelFunc, chan error) {
+func startAssigner(t *testing.T, members *fakeMembers, claims *fakeClaims, host *fakeHost, clk *clocktesting.FakeClock,
+	drop ...func(ctx context.Context, branch, token string) error) (*Assigner, context.CancelFunc, chan error) {
 	t.Helper()
 	ping := func(context.Context) error {
 		claims.mu.Lock()
@@ -152,8 +164,11 @@ func startAssigner(t *testing.T, members *fakeMembers, claims *fakeClaims, host 
 		}
 		return nil
 	}
-	a, err := NewAssigner(AssignerConfig{Members: members, Claims: claims, Host: host, Token: "a-1", Clock: clk, Ping: ping,
-		Log: logr.Discard()})
+	cfg := AssignerConfig{Members: members, Claims: claims, Host: host, Token: "a-1", Clock: clk, Ping: ping, Log: logr.Discard()}
+	if len(drop) > 0 {
+		cfg.Drop = drop[0]
+	}
+	a, err := NewAssigner(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -188,6 +203,38 @@ func TestTheAssignerTakesWhatHashesToItAndHandsItOverWhenAMemberJoins(t *testing
 		require.Contains(t, host.next(t), "graceful=true", "a shutdown hands every branch over")
 	}
 	require.True(t, members.left)
+}
+
+// TestABranchNoGitTargetWritesIsCommittedThenItsJournalDropped: the last
+// GitTarget of a branch goes away; the branch is handed over as on a
+// stop (its worker commits), then its journal is dropped while the claim
+// still fences it, then the claim is released. A branch another member
+// takes keeps its journal.
+func TestABranchNoGitTargetWritesIsCommittedThenItsJournalDropped(t *testing.T) {
+	gone := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "gone"}
+	stays := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "stays"}
+	members := newFakeMembers("a", "a")
+	claims := &fakeClaims{holders: map[string]string{}}
+	host := &fakeHost{branches: []BranchKey{gone, stays}, events: make(chan string, 16)}
+	dropped := make(chan string, 4)
+	drop := func(_ context.Context, branch, token string) error {
+		dropped <- fmt.Sprintf("%s by %s, claim held by %s", branch, token, claims.holder(branch))
+		return nil
+	}
+	a, cancel, done := startAssigner(t, members, claims, host, clocktesting.NewFakeClock(time.Now()), drop)
+	require.Contains(t, host.next(t), "take ")
+	require.Contains(t, host.next(t), "take ")
+
+	host.setBranches(stays)
+	a.Kick()
+	require.Equal(t, "release gone graceful=true", host.next(t))
+	require.Equal(t, gone.String()+" by a-1, claim held by a-1", <-dropped)
+	require.Eventually(t, func() bool { return claims.holder(gone.String()) == "" }, 5*time.Second, time.Millisecond)
+
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, "release stays graceful=true", host.next(t))
+	require.Empty(t, dropped, "a branch handed over keeps its journal for the next owner")
 }
 
 func TestTheAssignerWaitsForTheClaimOfABranchItIsGiven(t *testing.T) {

@@ -91,9 +91,11 @@ func setupHA(ctx context.Context, mgr ctrl.Manager, o Options, redis *redisSetup
 		return nil, err
 	}
 	host := &engineHost{}
+	journal := &redisstore.Journal{Client: redis.client, Prefix: o.Redis.Prefix()}
 	assigner, err := ha.NewAssigner(ha.AssignerConfig{Members: members, Host: host, Token: token,
 		Claims:   &redisstore.Claims{Client: redis.client, Prefix: o.Redis.Prefix()},
 		Ping:     func(ctx context.Context) error { return redis.client.Ping(ctx).Err() },
+		Drop:     journal.Drop,
 		Observer: hm, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("HA assignment: %w", err)
@@ -103,8 +105,7 @@ func setupHA(ctx context.Context, mgr ctrl.Manager, o Options, redis *redisSetup
 			return nil, fmt.Errorf("adding HA membership: %w", err)
 		}
 	}
-	return &haSetup{assigner: assigner, host: host, sealer: sealer, journals: jm,
-		journal: &redisstore.Journal{Client: redis.client, Prefix: o.Redis.Prefix()}}, nil
+	return &haSetup{assigner: assigner, host: host, sealer: sealer, journals: jm, journal: journal}, nil
 }
 
 // journalSealer seals with the key every replica shares (journalKey).
