@@ -47,7 +47,9 @@ func TestAReplicaNotesTheClaimsOfTargetsAnotherRuns(t *testing.T) {
 	}
 	create(&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: provider},
 		Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Names: []string{ns}}}})
-	t.Cleanup(func() { _ = kube.Client().Delete(ctx, &v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: provider}}) })
+	t.Cleanup(func() {
+		_ = kube.Client().Delete(ctx, &v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: provider}})
+	})
 	target := &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
 		Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "repo"}, Branch: "main", Path: "live",
 			ClusterProviderRef: &v1alpha3.ClusterProviderReference{Name: provider}}}

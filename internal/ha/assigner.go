@@ -38,6 +38,9 @@ type Host interface {
 // Members is what the owner reads of Membership.
 type Members interface {
 	Current() (View, <-chan struct{})
+	// OthersReachStore: another live member reaches the shared store (a
+	// cut-off of this replica, not an outage of the store for all).
+	OthersReachStore() bool
 	Suspend()
 	Resume()
 	Leave(ctx context.Context) error
@@ -87,10 +90,16 @@ type Assigner struct {
 
 	mu    sync.Mutex
 	owned map[BranchKey]bool
+	// contact is when the store last answered (StoreContact); zero before
+	// it ever did.
+	contact time.Time
 
 	// loop state, touched only by Run's goroutine
 	lastRenewed time.Time
 	fenced      bool
+	// outage: the store is down for every replica, and this one runs its
+	// branches from memory (renew).
+	outage bool
 	// ownerBefore is, for each branch another member owned, that member as
 	// of the last view it was live in; departed are the departures seen,
 	// by member. A take is a handover from ownerBefore, counted (and a
@@ -251,9 +260,9 @@ func (o *Assigner) noteOwners(view View, branches []BranchKey) {
 }
 
 // renew keeps the claims alive. A claim lost (expired, or taken after a
-// long cut-off) stops its branch at once; renewals failing for
-// RenewDeadline give every branch up and suspend the membership, so this
-// replica stops before another can win its claims.
+// long cut-off) stops its branch at once, unless nobody holds it and this
+// replica wins it again (after an outage of the store). Renewals failing
+// for RenewDeadline are judged by storeFailed.
 func (o *Assigner) renew(ctx context.Context) {
 	owned := o.snapshot()
 	names := make([]string, 0, len(owned))
@@ -274,26 +283,72 @@ func (o *Assigner) renew(ctx context.Context) {
 	}
 	now := o.cfg.Clock.Now()
 	if err != nil {
-		if !o.fenced && now.Sub(o.lastRenewed) >= o.cfg.RenewDeadline {
-			o.cfg.Log.Error(err, "the shared store is unreachable: giving every branch up until it is back")
-			o.fenced = true
-			o.cfg.Members.Suspend()
-			for k := range owned {
-				o.release(ctx, k, false)
-				o.cfg.Observer.Handover(CauseRedisLost)
-			}
+		if now.Sub(o.lastRenewed) >= o.cfg.RenewDeadline {
+			o.storeFailed(ctx, err, owned)
 		}
 		return
 	}
 	o.lastRenewed = now
+	o.mu.Lock()
+	o.contact = now
+	o.mu.Unlock()
 	if o.fenced {
 		o.fenced = false
 		o.cfg.Members.Resume()
 	}
+	if o.outage {
+		o.outage = false
+		o.cfg.Observer.StoreOutage(false)
+		o.cfg.Log.Info("the shared store answers again: claiming the branches run through the outage again")
+	}
 	for _, name := range lost {
+		if won, aerr := o.cfg.Claims.Acquire(ctx, name, o.cfg.Token, o.cfg.ClaimTTL); aerr == nil && won {
+			continue // it had expired and nobody took it: still ours
+		}
 		o.cfg.Log.Info("lost the claim on a branch: stopping it without committing", "branch", name)
 		o.release(ctx, byName[name], false)
 	}
+}
+
+// storeFailed decides, once renewals have failed for RenewDeadline,
+// between the two things that look alike from here: a
+// store cut off from this replica only, whose branches the others may take
+// once its claims expire, so it gives every branch up without committing
+// and suspends its membership before they can; and a store down for every
+// replica, which nobody can take a branch through, so it runs its
+// branches on from memory (the forge's compare-and-swap still fences Git)
+// until the store is back or another replica reaches it again.
+func (o *Assigner) storeFailed(ctx context.Context, err error, owned map[BranchKey]bool) {
+	if o.fenced {
+		return
+	}
+	if !o.cfg.Members.OthersReachStore() {
+		if !o.outage {
+			o.outage = true
+			o.cfg.Observer.StoreOutage(true)
+			o.cfg.Log.Error(err, "the shared store is unreachable for every replica: running the branches from memory until it is back")
+		}
+		return
+	}
+	if o.outage {
+		o.outage = false
+		o.cfg.Observer.StoreOutage(false)
+	}
+	o.cfg.Log.Error(err, "the shared store is unreachable from this replica: giving every branch up until it is back")
+	o.fenced = true
+	o.cfg.Members.Suspend()
+	for k := range owned {
+		o.release(ctx, k, false)
+		o.cfg.Observer.Handover(CauseRedisLost)
+	}
+}
+
+// StoreContact is when the shared store last answered this replica; zero
+// before it ever did (Config.StoreContact of the Membership).
+func (o *Assigner) StoreContact() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.contact
 }
 
 // release stops k and gives its claim up (a lost claim has none to give).

@@ -20,6 +20,14 @@ type fakeMembers struct {
 	changed   chan struct{}
 	suspended bool
 	left      bool
+	// storeDownForAll: no other member reaches the store either.
+	storeDownForAll bool
+}
+
+func (m *fakeMembers) OthersReachStore() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.storeDownForAll
 }
 
 func newFakeMembers(self string, members ...string) *fakeMembers {
@@ -124,7 +132,7 @@ func (h *fakeHost) setBranches(keys ...BranchKey) {
 	h.branches = keys
 	h.mu.Unlock()
 }
-func (h *fakeHost) Take(k BranchKey)      { h.events <- "take " + k.Branch }
+func (h *fakeHost) Take(k BranchKey) { h.events <- "take " + k.Branch }
 func (h *fakeHost) Release(_ context.Context, k BranchKey, graceful bool) {
 	h.events <- fmt.Sprintf("release %s graceful=%t", k.Branch, graceful)
 }
@@ -154,7 +162,7 @@ func firstBranchOf(t *testing.T, keys []BranchKey, member string, members ...str
 }
 
 func startAssigner(t *testing.T, members *fakeMembers, claims *fakeClaims, host *fakeHost, clk *clocktesting.FakeClock,
-	drop ...func(ctx context.Context, branch, token string) error) (*Assigner, context.CancelFunc, chan error) {
+	options ...func(*AssignerConfig)) (*Assigner, context.CancelFunc, chan error) {
 	t.Helper()
 	ping := func(context.Context) error {
 		claims.mu.Lock()
@@ -165,8 +173,8 @@ func startAssigner(t *testing.T, members *fakeMembers, claims *fakeClaims, host 
 		return nil
 	}
 	cfg := AssignerConfig{Members: members, Claims: claims, Host: host, Token: "a-1", Clock: clk, Ping: ping, Log: logr.Discard()}
-	if len(drop) > 0 {
-		cfg.Drop = drop[0]
+	for _, option := range options {
+		option(&cfg)
 	}
 	a, err := NewAssigner(cfg)
 	require.NoError(t, err)
@@ -221,7 +229,8 @@ func TestABranchNoGitTargetWritesIsCommittedThenItsJournalDropped(t *testing.T) 
 		dropped <- fmt.Sprintf("%s by %s, claim held by %s", branch, token, claims.holder(branch))
 		return nil
 	}
-	a, cancel, done := startAssigner(t, members, claims, host, clocktesting.NewFakeClock(time.Now()), drop)
+	a, cancel, done := startAssigner(t, members, claims, host, clocktesting.NewFakeClock(time.Now()),
+		func(cfg *AssignerConfig) { cfg.Drop = drop })
 	require.Contains(t, host.next(t), "take ")
 	require.Contains(t, host.next(t), "take ")
 
@@ -286,6 +295,82 @@ func TestTheAssignerGivesEverythingUpWhenItCannotRenewInTime(t *testing.T) {
 		return !members.isSuspended()
 	}, 5*time.Second, 10*time.Millisecond, "back in the membership once the store answers")
 }
+
+// TestAStoreDownForEveryReplicaLeavesTheBranchesRunning: past the renew
+// deadline with no other member reaching the store, nobody can take a
+// branch, so this replica runs its branches on from memory; when the
+// store answers, it wins its expired claims again and nothing moved. Had
+// another member reached the store meanwhile, it gives everything up as
+// on a cut-off of its own.
+func TestAStoreDownForEveryReplicaLeavesTheBranchesRunning(t *testing.T) {
+	for _, othersBackFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("others back first %t", othersBackFirst), func(t *testing.T) {
+			k := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "main"}
+			members := newFakeMembers("a", "a", "b")
+			members.storeDownForAll = true
+			claims := &fakeClaims{holders: map[string]string{}}
+			host := &fakeHost{branches: []BranchKey{k}, events: make(chan string, 4)}
+			clk := clocktesting.NewFakeClock(time.Now())
+			outage := make(chan bool, 4)
+			a, cancel, done := startAssigner(t, members, claims, host, clk,
+				func(cfg *AssignerConfig) { cfg.Observer = outageObserver(outage) })
+			defer func() { cancel(); <-done }()
+			if Owner([]string{"a", "b"}, k) != "a" {
+				t.Skip("rendezvous gives the branch to b")
+			}
+			require.Equal(t, "take main", host.next(t))
+
+			setDown := func(down bool) {
+				claims.mu.Lock()
+				claims.down = down
+				if down {
+					delete(claims.holders, k.String()) // it expires while nobody can renew it
+				}
+				claims.mu.Unlock()
+			}
+			setDown(true)
+			for i := 0; i < 5; i++ { // 10 s: the deadline
+				require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+				clk.Step(2 * time.Second)
+			}
+			require.True(t, <-outage, "running through an outage of the store")
+			for i := 0; i < 3; i++ { // 16 s: past the claim's TTL
+				clk.Step(2 * time.Second)
+			}
+			require.True(t, a.Owns(k), "nobody can take it: it runs on")
+			require.False(t, members.isSuspended())
+			require.Empty(t, host.events)
+
+			if othersBackFirst {
+				members.mu.Lock()
+				members.storeDownForAll = false
+				members.mu.Unlock()
+				require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+				clk.Step(2 * time.Second)
+				require.Equal(t, "release main graceful=false", host.next(t), "cut off now: it stops before the others can take it")
+				require.True(t, members.isSuspended())
+				return
+			}
+			setDown(false)
+			require.Eventually(t, func() bool {
+				clk.Step(2 * time.Second)
+				return claims.holder(k.String()) == "a-1"
+			}, 5*time.Second, 10*time.Millisecond, "the expired claim is won again")
+			require.True(t, a.Owns(k))
+			require.False(t, <-outage, "the outage is over")
+			require.Empty(t, host.events, "nothing was released or taken")
+		})
+	}
+}
+
+// outageObserver sends what StoreOutage is told.
+type outageObserver chan bool
+
+func (o outageObserver) Members(int)            {}
+func (o outageObserver) Owned(int)              {}
+func (o outageObserver) Handover(Cause)         {}
+func (o outageObserver) Failover(time.Duration) {}
+func (o outageObserver) StoreOutage(on bool)    { o <- on }
 
 func TestABranchWhoseClaimWasLostStopsWithoutCommitting(t *testing.T) {
 	k := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "main"}
