@@ -107,8 +107,8 @@ func (s *Server) pullResponse(repo *repository, pr *pullRequest) pullJSON {
 		State: "closed", Title: pr.title, Body: pr.body, User: ownerJSON{Login: pr.author, Type: "User"},
 		Merged: pr.merged, MergedAt: timestamp(pr.mergedAt), ClosedAt: timestamp(pr.closedAt),
 		CreatedAt: pr.createdAt.UTC().Format(time.RFC3339),
-		Head: branchRefJSON{Label: repo.owner + ":" + pr.head, Ref: pr.head, SHA: pr.headOf(repo).String()},
-		Base: branchRefJSON{Label: repo.owner + ":" + pr.base, Ref: pr.base, SHA: repo.branches[pr.base].String()},
+		Head:      branchRefJSON{Label: repo.owner + ":" + pr.head, Ref: pr.head, SHA: pr.headOf(repo).String()},
+		Base:      branchRefJSON{Label: repo.owner + ":" + pr.base, Ref: pr.base, SHA: repo.branches[pr.base].String()},
 	}
 	if pr.open {
 		out.State = "open"
