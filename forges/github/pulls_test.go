@@ -29,14 +29,17 @@ func put(path, content string) gitfile.Change {
 	return gitfile.Change{Path: path, Content: []byte(content)}
 }
 
-// startHead commits change on a new head branch from main and returns the
-// head commit.
-func startHead(t *testing.T, client *forgegithub.Client, change gitfile.Change) string {
+// pullRepo starts a simulator with a repository whose head branch is one
+// commit (change) ahead of main, and returns the repository's name, a
+// client on it and the head commit.
+func pullRepo(t *testing.T, change gitfile.Change) (*simgithub.Server, string, *forgegithub.Client, string) {
 	t.Helper()
+	sim := startSim(t)
+	repo, client := tokenRepo(t, sim, map[string]string{"README.md": "hello\n"})
 	result, err := client.Commit(context.Background(), forges.CommitRequest{Branch: headBranch, BaseHead: mainHead(t, client),
 		Message: "mirror\n", Author: alice, Committer: bot, Changes: []gitfile.Change{change}})
 	require.NoError(t, err)
-	return result.Commit
+	return sim, repo, client, result.Commit
 }
 
 // TestPullRequestLifecycle: the first change opens the pull request, an
@@ -44,10 +47,8 @@ func startHead(t *testing.T, client *forgegithub.Client, change gitfile.Change) 
 // edited, a reviewer merges it, and then it reads merged and is no longer
 // found; the next change opens a new one.
 func TestPullRequestLifecycle(t *testing.T) {
-	sim := startSim(t)
-	repo, client := tokenRepo(t, sim, map[string]string{"README.md": "hello\n"})
+	sim, repo, client, head := pullRepo(t, put("apps/cm.yaml", "a: 1\n"))
 	ctx := context.Background()
-	head := startHead(t, client, put("apps/cm.yaml", "a: 1\n"))
 
 	_, err := client.FindPullRequest(ctx, headBranch, "main")
 	require.ErrorIs(t, err, forges.ErrNotFound, "no pull request yet")
@@ -96,10 +97,8 @@ func TestPullRequestLifecycle(t *testing.T) {
 }
 
 func TestAClosedPullRequestReadsClosed(t *testing.T) {
-	sim := startSim(t)
-	repo, client := tokenRepo(t, sim, map[string]string{"README.md": "hello\n"})
+	sim, repo, client, _ := pullRepo(t, put("a.yaml", "a: 1\n"))
 	ctx := context.Background()
-	startHead(t, client, put("a.yaml", "a: 1\n"))
 	opened, _, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Mirror"})
 	require.NoError(t, err)
 
@@ -129,10 +128,8 @@ func TestOpeningFromAMissingBranchIsNotFound(t *testing.T) {
 // file is ErrMergeConflict, and a head that has the base already is a
 // no-op.
 func TestMergeBaseIntoHead(t *testing.T) {
-	sim := startSim(t)
-	repo, client := tokenRepo(t, sim, map[string]string{"README.md": "hello\n"})
+	sim, repo, client, head := pullRepo(t, put("apps/cm.yaml", "a: 1\n"))
 	ctx := context.Background()
-	head := startHead(t, client, put("apps/cm.yaml", "a: 1\n"))
 	opened, _, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Mirror"})
 	require.NoError(t, err)
 
@@ -175,10 +172,8 @@ func headOf(t *testing.T, sim *simgithub.Server, repo, branch string) string {
 // requests of the commit to its head and 1 to say what changed in its
 // body. Opening costs one; opening again when it exists, two.
 func TestAnUpdateCostsTheCommitAndOnePullRequestRequest(t *testing.T) {
-	sim := startSim(t)
-	_, client := tokenRepo(t, sim, map[string]string{"README.md": "hello\n"})
+	sim, _, client, head := pullRepo(t, put("apps/cm-0.yaml", "n: 0\n"))
 	ctx := context.Background()
-	head := startHead(t, client, put("apps/cm-0.yaml", "n: 0\n"))
 	var opened forges.PullRequest
 	made := record(t, sim, func() {
 		var err error

@@ -138,6 +138,16 @@ func (s *Server) lookupPull(w http.ResponseWriter, r *http.Request, doc string) 
 	return nil, nil, false
 }
 
+// pullAndBody finds the pull request of the request path and decodes the
+// request's JSON body, when it has one, into body.
+func (s *Server) pullAndBody(w http.ResponseWriter, r *http.Request, doc string, body any) (*repository, *pullRequest, bool) {
+	repo, pr, ok := s.lookupPull(w, r, doc)
+	if !ok || (r.ContentLength != 0 && !decodeBody(w, r, body)) {
+		return nil, nil, false
+	}
+	return repo, pr, true
+}
+
 // headBranch reads "head" as the list and create endpoints take it:
 // "user:ref-name" or "organization:ref-name", or (create, same repository)
 // the branch alone. Forks are not simulated: another owner names no branch.
@@ -248,16 +258,13 @@ func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
 // closed.
 func (s *Server) updatePull(w http.ResponseWriter, r *http.Request) {
 	const doc = docPulls + "#update-a-pull-request"
-	repo, pr, ok := s.lookupPull(w, r, doc)
-	if !ok {
-		return
-	}
 	var body struct {
 		Title *string `json:"title"`
 		Body  *string `json:"body"`
 		State *string `json:"state"`
 	}
-	if !decodeBody(w, r, &body) {
+	repo, pr, ok := s.pullAndBody(w, r, doc, &body)
+	if !ok {
 		return
 	}
 	if body.Title != nil {
@@ -294,14 +301,11 @@ func (s *Server) updatePull(w http.ResponseWriter, r *http.Request) {
 // GitHub Actions that call it).
 func (s *Server) updatePullBranch(w http.ResponseWriter, r *http.Request) {
 	const doc = docPulls + "#update-a-pull-request-branch"
-	repo, pr, ok := s.lookupPull(w, r, doc)
-	if !ok {
-		return
-	}
 	var body struct {
 		ExpectedHeadSHA string `json:"expected_head_sha"`
 	}
-	if r.ContentLength != 0 && !decodeBody(w, r, &body) {
+	repo, pr, ok := s.pullAndBody(w, r, doc, &body)
+	if !ok {
 		return
 	}
 	head, base := pr.headOf(repo), repo.branches[pr.base]
@@ -339,16 +343,13 @@ func (s *Server) updatePullBranch(w http.ResponseWriter, r *http.Request) {
 // default) is simulated: a merge commit of head into base.
 func (s *Server) mergePull(w http.ResponseWriter, r *http.Request) {
 	const doc = docPulls + "#merge-a-pull-request"
-	repo, pr, ok := s.lookupPull(w, r, doc)
-	if !ok {
-		return
-	}
 	var body struct {
 		CommitTitle string `json:"commit_title"`
 		SHA         string `json:"sha"`
 		MergeMethod string `json:"merge_method"`
 	}
-	if r.ContentLength != 0 && !decodeBody(w, r, &body) {
+	repo, pr, ok := s.pullAndBody(w, r, doc, &body)
+	if !ok {
 		return
 	}
 	head, base := pr.headOf(repo), repo.branches[pr.base]
