@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/forgetest"
 	forgegithub "github.com/configbutler/gitops-reverser/forges/github"
 	"github.com/configbutler/gitops-reverser/gitfile"
 	simgithub "github.com/configbutler/gitops-reverser/test/sim/github"
@@ -42,129 +43,30 @@ func pullRepo(t *testing.T, change gitfile.Change) (*simgithub.Server, string, *
 	return sim, repo, client, result.Commit
 }
 
-// TestPullRequestLifecycle: the first change opens the pull request, an
-// open of the same pair finds it instead of making a second, the body is
-// edited, a reviewer merges it, and then it reads merged and is no longer
-// found; the next change opens a new one.
-func TestPullRequestLifecycle(t *testing.T) {
-	sim, repo, client, head := pullRepo(t, put("apps/cm.yaml", "a: 1\n"))
-	ctx := context.Background()
-
-	_, err := client.FindPullRequest(ctx, headBranch, "main")
-	require.ErrorIs(t, err, forges.ErrNotFound, "no pull request yet")
-
-	opts := forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Mirror", Body: "1 created"}
-	opened, created, err := client.OpenPullRequest(ctx, opts)
-	require.NoError(t, err)
-	require.True(t, created)
-	require.Equal(t, forges.PullRequest{Number: 1, URL: "https://github.com/configbutler/" + repo + "/pull/1",
-		State: forges.PullRequestOpen, Head: headBranch, Base: "main", HeadCommit: head, Title: "Mirror", Body: "1 created"}, opened)
-	require.Equal(t, opened.URL, client.PullRequestURL(1))
-
-	found, err := client.FindPullRequest(ctx, headBranch, "main")
-	require.NoError(t, err)
-	require.Equal(t, opened, found)
-
-	again, created, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Other", Body: "other"})
-	require.NoError(t, err)
-	require.False(t, created, "an open pull request for the pair is returned, not duplicated")
-	require.Equal(t, opened, again, "and left as it was")
-
-	edited, err := client.EditPullRequest(ctx, 1, forges.PullRequestOptions{Title: "Mirror", Body: "2 created"})
-	require.NoError(t, err)
-	require.Equal(t, "2 created", edited.Body)
-
-	_, _, err = reviewer(t, sim).PullRequests.Merge(ctx, owner, repo, 1, "", &github.PullRequestOptions{SHA: head})
-	require.NoError(t, err)
-	merged, err := client.PullRequest(ctx, 1)
-	require.NoError(t, err)
-	require.Equal(t, forges.PullRequestMerged, merged.State)
-	content, ok := sim.File(owner, repo, "main", "apps/cm.yaml")
-	require.True(t, ok)
-	require.Equal(t, "a: 1\n", content)
-	_, err = client.FindPullRequest(ctx, headBranch, "main")
-	require.ErrorIs(t, err, forges.ErrNotFound, "a merged pull request is not the open one")
-
-	// After the merge the next change starts a fresh head from the base.
-	fresh := forges.CommitRequest{Branch: "gitops-reverser/mirror-2", BaseHead: mainHead(t, client), Message: "mirror\n",
-		Author: alice, Committer: bot, Changes: []gitfile.Change{put("apps/cm.yaml", "a: 2\n")}}
-	_, err = client.Commit(ctx, fresh)
-	require.NoError(t, err)
-	second, created, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: fresh.Branch, Base: "main", Title: "Mirror"})
-	require.NoError(t, err)
-	require.True(t, created)
-	require.Equal(t, int64(2), second.Number)
+// TestPullRequestContract runs the shared pull request contract against
+// the simulator.
+func TestPullRequestContract(t *testing.T) {
+	clock := &skippableClock{}
+	forgetest.RunPullRequests(t, simFixture{sim: startSim(t, simgithub.WithClock(clock.Now)), clock: clock})
 }
 
-func TestAClosedPullRequestReadsClosed(t *testing.T) {
-	sim, repo, client, _ := pullRepo(t, put("a.yaml", "a: 1\n"))
-	ctx := context.Background()
-	opened, _, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Mirror"})
-	require.NoError(t, err)
-
-	_, _, err = reviewer(t, sim).PullRequests.Edit(ctx, owner, repo, int(opened.Number), &github.PullRequest{State: new("closed")})
-	require.NoError(t, err)
-	closed, err := client.PullRequest(ctx, opened.Number)
-	require.NoError(t, err)
-	require.Equal(t, forges.PullRequestClosed, closed.State)
-	_, err = client.FindPullRequest(ctx, headBranch, "main")
-	require.ErrorIs(t, err, forges.ErrNotFound)
-	require.ErrorIs(t, client.MergeBaseIntoHead(ctx, opened.Number, closed.HeadCommit), forges.ErrConflict,
-		"a closed pull request is not updated: read it again")
-}
-
-func TestOpeningFromAMissingBranchIsNotFound(t *testing.T) {
-	sim := startSim(t)
-	_, client := tokenRepo(t, sim, map[string]string{"README.md": "hello\n"})
-	ctx := context.Background()
-	_, _, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: "no-such-branch", Base: "main", Title: "x"})
-	require.ErrorIs(t, err, forges.ErrNotFound)
-	_, err = client.PullRequest(ctx, 42)
-	require.ErrorIs(t, err, forges.ErrNotFound)
-}
-
-// TestMergeBaseIntoHead: a stale expected head is refused (ErrConflict),
-// a base that moved elsewhere is merged in, a base that changed the same
-// file is ErrMergeConflict, and a head that has the base already is a
-// no-op.
-func TestMergeBaseIntoHead(t *testing.T) {
-	sim, repo, client, head := pullRepo(t, put("apps/cm.yaml", "a: 1\n"))
-	ctx := context.Background()
-	opened, _, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Mirror"})
-	require.NoError(t, err)
-
-	require.NoError(t, client.MergeBaseIntoHead(ctx, opened.Number, head), "nothing new on the base: nothing to do")
-
-	_, err = sim.Commit(owner, repo, "main", map[string]string{"docs/other.md": "someone else\n"}, "a human on main")
-	require.NoError(t, err)
-	stale := "0123456789012345678901234567890123456789"
-	require.ErrorIs(t, client.MergeBaseIntoHead(ctx, opened.Number, stale), forges.ErrConflict)
-	require.Equal(t, head, headOf(t, sim, repo, headBranch), "a refused update changes nothing")
-
-	require.NoError(t, client.MergeBaseIntoHead(ctx, opened.Number, head))
-	updated, err := client.PullRequest(ctx, opened.Number)
-	require.NoError(t, err)
-	require.NotEqual(t, head, updated.HeadCommit)
-	content, ok := sim.File(owner, repo, headBranch, "docs/other.md")
-	require.True(t, ok, "the base's commit is in the head")
-	require.Equal(t, "someone else\n", content)
-	content, _ = sim.File(owner, repo, headBranch, "apps/cm.yaml")
-	require.Equal(t, "a: 1\n", content, "and the head's own change is kept")
-
-	_, err = sim.Commit(owner, repo, "main", map[string]string{"apps/cm.yaml": "a: human\n"}, "a human edits the mirrored file")
-	require.NoError(t, err)
-	_, err = client.Commit(ctx, commitRequest(headBranch, updated.HeadCommit, put("apps/cm.yaml", "a: 2\n")))
-	require.NoError(t, err)
-	current := headOf(t, sim, repo, headBranch)
-	require.ErrorIs(t, client.MergeBaseIntoHead(ctx, opened.Number, current), forges.ErrMergeConflict)
-	require.Equal(t, current, headOf(t, sim, repo, headBranch), "a conflicting update changes nothing")
-}
-
-func headOf(t *testing.T, sim *simgithub.Server, repo, branch string) string {
-	t.Helper()
-	head, err := sim.HeadCommit(owner, repo, branch)
-	require.NoError(t, err)
-	return head.SHA
+// NewPullRepo is NewRepo with a reviewer on GitHub: a plain go-github
+// client that merges (PUT pulls/{n}/merge) and closes (PATCH state closed).
+func (f simFixture) NewPullRepo(t *testing.T, name string, seed map[string]string) forgetest.PullRepo {
+	r := f.NewRepo(t, name, seed)
+	repo := repoName(t, name)
+	return forgetest.PullRepo{
+		Repo: r,
+		Merge: func(t *testing.T, number int64) {
+			_, _, err := reviewer(t, f.sim).PullRequests.Merge(context.Background(), owner, repo, int(number), "", nil)
+			require.NoError(t, err)
+		},
+		Close: func(t *testing.T, number int64) {
+			_, _, err := reviewer(t, f.sim).PullRequests.Edit(context.Background(), owner, repo, int(number),
+				&github.PullRequest{State: new("closed")})
+			require.NoError(t, err)
+		},
+	}
 }
 
 // TestAnUpdateCostsTheCommitAndOnePullRequestRequest counts the requests

@@ -10,6 +10,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/forges/forgetest"
 	"github.com/configbutler/gitops-reverser/forges/gitlab"
 	"github.com/configbutler/gitops-reverser/gitfile"
 	simgitlab "github.com/configbutler/gitops-reverser/test/sim/gitlab"
@@ -40,65 +41,30 @@ func mergeRequestProject(t *testing.T, server *simgitlab.Server) (string, *gitla
 	return path, client, result.Commit
 }
 
-// TestMergeRequestLifecycle: the first change opens the merge request; an
-// open of the same pair answers 409 and finds it instead of making a
-// second; the description is edited; a reviewer merges it; it reads
-// merged and is no longer found.
-func TestMergeRequestLifecycle(t *testing.T) {
-	server := startServer(t)
-	path, client, headCommit := mergeRequestProject(t, server)
-	ctx := context.Background()
-
-	_, err := client.FindPullRequest(ctx, headBranch, "main")
-	require.ErrorIs(t, err, forges.ErrNotFound)
-
-	opened, created, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Mirror", Body: "1 created"})
-	require.NoError(t, err)
-	require.True(t, created)
-	require.Equal(t, forges.PullRequest{Number: 1, URL: server.URL() + "/" + path + "/-/merge_requests/1", State: forges.PullRequestOpen,
-		Head: headBranch, Base: "main", HeadCommit: headCommit, Title: "Mirror", Body: "1 created"}, opened)
-	require.Equal(t, opened.URL, client.PullRequestURL(1))
-
-	again, created, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Other"})
-	require.NoError(t, err)
-	require.False(t, created, "409: the open merge request is returned, not duplicated")
-	require.Equal(t, opened, again)
-
-	edited, err := client.EditPullRequest(ctx, 1, forges.PullRequestOptions{Title: "Mirror", Body: "2 created"})
-	require.NoError(t, err)
-	require.Equal(t, "2 created", edited.Body)
-
-	_, _, err = reviewer(t, server).MergeRequests.AcceptMergeRequest(path, 1, &gl.AcceptMergeRequestOptions{SHA: new(headCommit)})
-	require.NoError(t, err)
-	merged, err := client.PullRequest(ctx, 1)
-	require.NoError(t, err)
-	require.Equal(t, forges.PullRequestMerged, merged.State)
-	content, ok := server.File(path, "main", "apps/cm.yaml")
-	require.True(t, ok)
-	require.Equal(t, "a: 1\n", content)
-	_, err = client.FindPullRequest(ctx, headBranch, "main")
-	require.ErrorIs(t, err, forges.ErrNotFound, "a merged merge request is not the open one")
+// TestPullRequestContract runs the shared pull request contract against
+// the simulator's merge requests. GitLab has no forges.BaseMerger, so its
+// MergeBaseIntoHead case is skipped.
+func TestPullRequestContract(t *testing.T) {
+	forgetest.RunPullRequests(t, newFixture(t))
 }
 
-func TestAClosedMergeRequestReadsClosed(t *testing.T) {
-	server := startServer(t)
-	path, client, _ := mergeRequestProject(t, server)
-	ctx := context.Background()
-	opened, _, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Mirror"})
-	require.NoError(t, err)
-
-	_, _, err = reviewer(t, server).MergeRequests.UpdateMergeRequest(path, opened.Number, &gl.UpdateMergeRequestOptions{StateEvent: new("close")})
-	require.NoError(t, err)
-	closed, err := client.PullRequest(ctx, opened.Number)
-	require.NoError(t, err)
-	require.Equal(t, forges.PullRequestClosed, closed.State)
-	_, err = client.FindPullRequest(ctx, headBranch, "main")
-	require.ErrorIs(t, err, forges.ErrNotFound)
-
-	_, _, err = client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: "no-such-branch", Base: "main", Title: "x"})
-	require.ErrorIs(t, err, forges.ErrNotFound)
-	_, err = client.PullRequest(ctx, 42)
-	require.ErrorIs(t, err, forges.ErrNotFound)
+// NewPullRepo is NewRepo with a reviewer on GitLab: a plain client-go
+// client that merges (PUT merge_requests/:iid/merge) and closes
+// (state_event close).
+func (f fixture) NewPullRepo(t *testing.T, name string, seed map[string]string) forgetest.PullRepo {
+	path := f.newPath(name)
+	return forgetest.PullRepo{
+		Repo: f.newRepoAt(t, path, seed),
+		Merge: func(t *testing.T, number int64) {
+			_, _, err := reviewer(t, f.server).MergeRequests.AcceptMergeRequest(path, number, nil)
+			require.NoError(t, err)
+		},
+		Close: func(t *testing.T, number int64) {
+			_, _, err := reviewer(t, f.server).MergeRequests.UpdateMergeRequest(path, number,
+				&gl.UpdateMergeRequestOptions{StateEvent: new("close")})
+			require.NoError(t, err)
+		},
+	}
 }
 
 // TestAMergeRequestUpdateCostsTheCommitAndOneRequest counts the requests
