@@ -54,7 +54,9 @@ func (f fixture) NewRepo(t *testing.T, name string, seed map[string]string) forg
 }
 
 // newPath is a project path unique to the fixture.
-func (f fixture) newPath(name string) string { return fmt.Sprintf("contract/%s-%d", name, f.repos.Add(1)) }
+func (f fixture) newPath(name string) string {
+	return fmt.Sprintf("contract/%s-%d", name, f.repos.Add(1))
+}
 
 func (f fixture) newRepoAt(t *testing.T, path string, seed map[string]string) forgetest.Repo {
 	_, err := f.server.CreateProject(path, seed)
