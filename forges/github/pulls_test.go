@@ -72,7 +72,8 @@ func (f simFixture) NewPullRepo(t *testing.T, name string, seed map[string]strin
 // TestAnUpdateCostsTheCommitAndOnePullRequestRequest counts the requests
 // of the budget: an update of an open pull request is the 3
 // requests of the commit to its head and 1 to say what changed in its
-// body. Opening costs one; opening again when it exists, two.
+// body. Opening costs one; opening again when it exists, two; finding,
+// reading and merging the base into the head, one each.
 func TestAnUpdateCostsTheCommitAndOnePullRequestRequest(t *testing.T) {
 	sim, _, client, head := pullRepo(t, put("apps/cm-0.yaml", "n: 0\n"))
 	ctx := context.Background()
@@ -102,4 +103,14 @@ func TestAnUpdateCostsTheCommitAndOnePullRequestRequest(t *testing.T) {
 	pulls, _, err := reviewer(t, sim).PullRequests.List(ctx, owner, repoName(t, "r"), &github.PullRequestListOptions{State: "all"})
 	require.NoError(t, err)
 	require.Len(t, pulls, 1, "ten updates, one pull request")
+
+	// The other operations: one request each.
+	for want, op := range map[string]func() error{
+		"GET pulls":                 func() error { _, err := client.FindPullRequest(ctx, headBranch, "main"); return err },
+		"GET pulls/1":               func() error { _, err := client.PullRequest(ctx, 1); return err },
+		"PUT pulls/1/update-branch": func() error { return client.MergeBaseIntoHead(ctx, 1, head) },
+	} {
+		made = record(t, sim, func() { require.NoError(t, op()) })
+		require.Equal(t, []string{want}, made)
+	}
 }

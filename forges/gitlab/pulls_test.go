@@ -69,7 +69,8 @@ func (f fixture) NewPullRepo(t *testing.T, name string, seed map[string]string) 
 
 // TestAMergeRequestUpdateCostsTheCommitAndOneRequest counts the requests
 // of an update: GitLab's commit (the head check and the POST) and one PUT
-// of the description. GitLab has no BaseMerger (see pulls.go).
+// of the description; and of the other operations: open one (two for a
+// duplicate), find one, read one. GitLab has no BaseMerger (see pulls.go).
 func TestAMergeRequestUpdateCostsTheCommitAndOneRequest(t *testing.T) {
 	server := startServer(t)
 	path, client, headCommit := mergeRequestProject(t, server)
@@ -78,20 +79,41 @@ func TestAMergeRequestUpdateCostsTheCommitAndOneRequest(t *testing.T) {
 	_, isMerger := any(client).(forges.BaseMerger)
 	require.False(t, isMerger, "GitLab's only server-side update is a rebase, which rewrites the head")
 
-	opened, _, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Mirror"})
-	require.NoError(t, err)
-	for i := 1; i <= 10; i++ {
+	made := func(op func()) []string {
 		server.ResetRequests()
-		result, err := client.Commit(ctx, request(headBranch, headCommit, put(fmt.Sprintf("apps/cm-%d.yaml", i), "n: 1\n")))
-		require.NoError(t, err)
-		headCommit = result.Commit
-		_, err = client.EditPullRequest(ctx, opened.Number, forges.PullRequestOptions{Title: "Mirror", Body: fmt.Sprintf("%d created", i+1)})
-		require.NoError(t, err)
+		op()
 		var made []string
 		for _, r := range server.Requests() {
 			made = append(made, r.Method+" "+strings.TrimPrefix(r.Path, "/projects/"+path+"/"))
 		}
-		require.Equal(t, []string{"GET repository/branches/" + headBranch, "POST repository/commits", "PUT merge_requests/1"}, made)
+		return made
+	}
+	var opened forges.PullRequest
+	require.Equal(t, []string{"POST merge_requests"}, made(func() {
+		var err error
+		opened, _, err = client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Mirror"})
+		require.NoError(t, err)
+	}))
+	require.Equal(t, []string{"POST merge_requests", "GET merge_requests"}, made(func() {
+		_, _, err := client.OpenPullRequest(ctx, forges.PullRequestOptions{Head: headBranch, Base: "main", Title: "Mirror"})
+		require.NoError(t, err)
+	}), "a duplicate: the refused create, then the find")
+	require.Equal(t, []string{"GET merge_requests"}, made(func() {
+		_, err := client.FindPullRequest(ctx, headBranch, "main")
+		require.NoError(t, err)
+	}))
+	require.Equal(t, []string{"GET merge_requests/1"}, made(func() {
+		_, err := client.PullRequest(ctx, 1)
+		require.NoError(t, err)
+	}))
+	for i := 1; i <= 10; i++ {
+		require.Equal(t, []string{"GET repository/branches/" + headBranch, "POST repository/commits", "PUT merge_requests/1"}, made(func() {
+			result, err := client.Commit(ctx, request(headBranch, headCommit, put(fmt.Sprintf("apps/cm-%d.yaml", i), "n: 1\n")))
+			require.NoError(t, err)
+			headCommit = result.Commit
+			_, err = client.EditPullRequest(ctx, opened.Number, forges.PullRequestOptions{Title: "Mirror", Body: fmt.Sprintf("%d created", i+1)})
+			require.NoError(t, err)
+		}))
 	}
 	all, _, err := reviewer(t, server).MergeRequests.ListProjectMergeRequests(path, &gl.ListProjectMergeRequestsOptions{State: new("all")})
 	require.NoError(t, err)
