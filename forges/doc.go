@@ -5,4 +5,10 @@
 // A branch worker commits through the forge's own API with a compare-and-swap
 // on the branch head, so a change another writer made to the branch is never
 // overwritten. Nothing here imports Kubernetes.
+//
+// Pull-request mode adds optional interfaces (pulls.go): a PullRequester
+// keeps one pull request open from the operator's head branch into a
+// protected base, and a BaseMerger brings the base into that head on the
+// server, guarded by the head the caller read. Forges without pull
+// requests (plain Git) implement neither.
 package forges

@@ -28,12 +28,16 @@ const (
 	KindForbidden
 	// KindTooLarge: the request or a file exceeds a forge limit.
 	KindTooLarge
+	// KindMergeConflict: a pull request's base does not merge into its head
+	// without conflicts (BaseMerger); unlike KindConflict, reading again
+	// does not help: the head must be rebuilt on the base.
+	KindMergeConflict
 )
 
 var kindNames = [...]string{
 	KindTransient: "transient", KindNotFound: "not found", KindEmptyRepository: "empty repository",
 	KindConflict: "conflict", KindRateLimited: "rate limited", KindUnauthorized: "unauthorized",
-	KindForbidden: "forbidden", KindTooLarge: "too large",
+	KindForbidden: "forbidden", KindTooLarge: "too large", KindMergeConflict: "merge conflict",
 }
 
 func (k Kind) String() string {
@@ -54,6 +58,7 @@ var (
 	ErrUnauthorized    = &Error{Kind: KindUnauthorized}
 	ErrForbidden       = &Error{Kind: KindForbidden}
 	ErrTooLarge        = &Error{Kind: KindTooLarge}
+	ErrMergeConflict   = &Error{Kind: KindMergeConflict}
 )
 
 // Error is a forge failure in the shared vocabulary, wrapping the forge's own

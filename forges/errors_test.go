@@ -30,3 +30,10 @@ func TestRateLimitedCarriesTheWait(t *testing.T) {
 	require.Equal(t, 30*time.Second, forges.RetryAfter(wrapped))
 	require.Contains(t, err.Error(), "retry after 30s")
 }
+
+func TestAMergeConflictIsNotAMovedHead(t *testing.T) {
+	err := fmt.Errorf("update branch: %w", forges.Errorf(forges.KindMergeConflict, "update-branch", errors.New("422")))
+	require.ErrorIs(t, err, forges.ErrMergeConflict)
+	require.NotErrorIs(t, err, forges.ErrConflict, "reading again does not help: the head must be rebuilt")
+	require.Contains(t, err.Error(), "merge conflict")
+}

@@ -61,7 +61,12 @@ func TestForgeContractThroughPush(t *testing.T) {
 type giteaFixture struct{ push bool }
 
 func (f giteaFixture) NewRepo(t *testing.T, name string, seed map[string]string) forgetest.Repo {
-	repo := createRepo(t, name, seed)
+	return f.repoOn(t, createRepo(t, name, seed))
+}
+
+// repoOn is the contract's view of repo: clients under test, and the SDK
+// as the independent observer and the other writer.
+func (f giteaFixture) repoOn(t *testing.T, repo string) forgetest.Repo {
 	client := newClient
 	if f.push {
 		client = newPushingClient

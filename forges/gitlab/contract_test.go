@@ -50,7 +50,15 @@ func newFixture(t *testing.T) fixture {
 }
 
 func (f fixture) NewRepo(t *testing.T, name string, seed map[string]string) forgetest.Repo {
-	path := fmt.Sprintf("contract/%s-%d", name, f.repos.Add(1))
+	return f.newRepoAt(t, f.newPath(name), seed)
+}
+
+// newPath is a project path unique to the fixture.
+func (f fixture) newPath(name string) string {
+	return fmt.Sprintf("contract/%s-%d", name, f.repos.Add(1))
+}
+
+func (f fixture) newRepoAt(t *testing.T, path string, seed map[string]string) forgetest.Repo {
 	_, err := f.server.CreateProject(path, seed)
 	require.NoError(t, err)
 	return forgetest.Repo{

@@ -15,6 +15,12 @@
 // Commits are built object by object in that store and pushed with a
 // compare-and-swap on the branch: the push names the commit the branch must
 // still point at, and receive-pack refuses the update if it moved.
+//
+// A plain Git remote has no pull requests: the client implements neither
+// forges.PullRequester nor forges.BaseMerger. In pull-request mode the
+// executor pushes the head branch only (with the same compare-and-swap) and
+// says in the GitTarget's status that nobody opened a pull request for it;
+// a human opens one, or points the GitProvider at the forge's API.
 package gogit
 
 import (

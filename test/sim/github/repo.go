@@ -22,6 +22,10 @@ type repository struct {
 	// appSigned are commits GitHub signed as the App: made with an
 	// installation token and no author, committer or signature.
 	appSigned map[plumbing.Hash]bool
+	// pulls are the repository's pull requests, oldest first, numbered
+	// from 1 (pulls.go).
+	pulls    []*pullRequest
+	nextPull int64
 }
 
 func newRepository(id int64, owner, name string) *repository {

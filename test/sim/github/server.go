@@ -1,6 +1,7 @@
 // Package github simulates the subset of GitHub's REST API that the github
 // forge uses: repositories, the Git Database API (refs, trees, blobs,
 // commits), the contents API for the first commit of an empty repository,
+// pull requests (list, create, get, update, update the branch, merge),
 // token and GitHub App authentication, and the primary and secondary rate
 // limits. Repositories hold real Git objects (go-git's memory storage), so
 // blob, tree and commit ids are the SHA-1s Git computes.
@@ -129,6 +130,12 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /repos/{owner}/{repo}/compare/{basehead}", s.compareCommits)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/git/commits", s.createCommit)
 	mux.HandleFunc("PUT /repos/{owner}/{repo}/contents/{path...}", s.putContents)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/pulls", s.listPulls)
+	mux.HandleFunc("POST /repos/{owner}/{repo}/pulls", s.createPull)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}", s.getPull)
+	mux.HandleFunc("PATCH /repos/{owner}/{repo}/pulls/{number}", s.updatePull)
+	mux.HandleFunc("PUT /repos/{owner}/{repo}/pulls/{number}/update-branch", s.updatePullBranch)
+	mux.HandleFunc("PUT /repos/{owner}/{repo}/pulls/{number}/merge", s.mergePull)
 	mux.HandleFunc("POST /app/installations/{id}/access_tokens", s.createInstallationToken)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { notFound(w, "https://docs.github.com/rest") })
 	return mux

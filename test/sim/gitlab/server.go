@@ -8,6 +8,8 @@
 //     request is answered as if the project did not exist;
 //   - branches, the recursive repository tree (offset and keyset
 //     pagination), raw blobs, single commits;
+//   - merge requests: list, create (409 for a second open one), get,
+//     update (title, description, close), merge (api_merge_requests.go);
 //   - the commits API with create/update/delete/move/chmod actions,
 //     start_branch/start_sha, last_commit_id refusals and Gitaly's index
 //     errors, committer = the token's user, author from author_name/email,
@@ -18,7 +20,9 @@
 //     a token's budget for the window is spent (SetRateLimit).
 //
 // It does not simulate: form-encoded commit bodies, force, start_project,
-// LFS, protected branches, merge commits (history is first-parent), or
+// LFS, protected branches, merge methods other than the merge commit, the
+// rebase API, line-level merges (a file both sides changed conflicts;
+// history walks follow first parents), or
 // GitLab's per-endpoint limits.
 package gitlab
 
@@ -169,6 +173,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, user User, known
 }
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request, p *project, user User, rest []string) {
+	if s.routeMergeRequests(w, r, p, user, rest) {
+		return
+	}
 	get := r.Method == http.MethodGet || r.Method == http.MethodHead
 	switch {
 	case len(rest) == 0 && get:

@@ -20,6 +20,9 @@ type project struct {
 	path          string
 	branches      map[string]plumbing.Hash
 	defaultBranch string
+	// mergeRequests are the project's merge requests, oldest first, iid
+	// from 1 (api_merge_requests.go).
+	mergeRequests []*mergeRequest
 }
 
 func newProject(id int, path string) *project {
