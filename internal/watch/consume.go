@@ -40,7 +40,7 @@ func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVers
 			if replay != nil {
 				return "", errReplay // closed before the replay finished
 			}
-			return resourceVersion, nil
+			return resourceVersion, s.quietCatchUp(ctx)
 		}
 		s.Observer.Event(s.Scope, ev.Type)
 		if ev.Type == apiwatch.Error {
@@ -59,6 +59,9 @@ func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVers
 			return resourceVersion, err
 		}
 		resourceVersion = obj.GetResourceVersion()
+		if s.reopenAfterList() {
+			return resourceVersion, nil // resumed from here, short
+		}
 	}
 }
 
