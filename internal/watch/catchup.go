@@ -126,18 +126,18 @@ func (s *Stream) startCatchUp(ctx context.Context) error {
 	return nil
 }
 
-// quietCatchUp lists where the objects of a resumed stream stand when its
-// short watch closed before sending anything. The watch cache sends a
-// bookmark only past the version the watch started from, and its version
-// moves only with the resource's own events: where the resource is quiet
-// everywhere, no bookmark comes until it changes. The list is a
-// consistent read, which brings the watch cache up to etcd's revision, so
-// the next short watch's bookmark is past it and ends the catch-up.
-func (s *Stream) quietCatchUp(ctx context.Context) error {
-	if !s.catchingUp || s.shortWatches == 0 || s.shortWatches >= maxShortWatches {
-		return nil
+// quietShortWatch ends a catch-up's short watches when one closed without
+// sending anything, not even a bookmark: the watch cache sends none at the
+// version the watch started from, and its version moves only with the
+// resource's own events, so in a resource quiet everywhere more short
+// watches would hear nothing either. The watches are long again; the
+// catch-up ends at the resource's next event or bookmark, and the worker's
+// replaySilence closes a window held for it meanwhile. Listing to move the
+// cache would end it, but would make every quiet restart list its scopes.
+func (s *Stream) quietShortWatch(sentNothing bool) {
+	if sentNothing && s.catchingUp && s.shortWatches > 0 {
+		s.shortWatches = maxShortWatches
 	}
-	return s.startCatchUp(ctx)
 }
 
 // catchUpWatchSeconds is the timeout of a resumed stream's watches until

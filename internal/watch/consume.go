@@ -26,6 +26,7 @@ type replayState struct {
 func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVersion string, replay *replayState) (string, error) {
 	defer w.Stop()
 	s.connected()
+	sentNothing := true
 	for {
 		var ev apiwatch.Event
 		var open bool
@@ -40,8 +41,10 @@ func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVers
 			if replay != nil {
 				return "", errReplay // closed before the replay finished
 			}
-			return resourceVersion, s.quietCatchUp(ctx)
+			s.quietShortWatch(sentNothing)
+			return resourceVersion, nil
 		}
+		sentNothing = false
 		s.Observer.Event(s.Scope, ev.Type)
 		if ev.Type == apiwatch.Error {
 			return s.watchError(resourceVersion, ev.Object)
