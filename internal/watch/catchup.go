@@ -127,10 +127,10 @@ func (s *Stream) startCatchUp(ctx context.Context) error {
 }
 
 // quietShortWatch ends a catch-up's short watches when one closed without
-// sending anything, not even a bookmark: the watch cache sends none at the
-// version the watch started from, and its version moves only with the
-// resource's own events, so in a resource quiet everywhere more short
-// watches would hear nothing either. The watches are long again; the
+// sending anything, not even a bookmark: the watch cache sends none at or
+// below the versions the watch has passed, and its version moves only with
+// the resource's own events (or a consistent list), so in a resource quiet
+// since the watch opened more short watches would hear nothing either. The watches are long again; the
 // catch-up ends at the resource's next event or bookmark, and the worker's
 // replaySilence closes a window held for it meanwhile. Listing to move the
 // cache would end it, but would make every quiet restart list its scopes.
