@@ -215,12 +215,15 @@ func (w *Worker) appendBuffered(ctx context.Context, force bool) bool {
 // journalRetry spaces the tries of a journal Redis does not answer.
 var journalRetry = retry.Exponential(100*time.Millisecond, 10*time.Second)
 
-// journalFailed handles a journal write Redis refused: a lost claim stops
-// the worker; anything else is tried again after a backoff, and told to
-// the log once per outage.
+// journalFailed handles a journal write Redis refused: a claim another
+// replica holds stops the worker; anything else is tried again after a
+// backoff, and told to the log once per outage. That includes a claim
+// nobody holds (ErrClaimExpired, after an outage of Redis for every
+// replica): the assigner wins it again at its next renewal, or stops the
+// branch if another replica did.
 func (w *Worker) journalFailed(op string, err error) bool {
 	jr := w.jr
-	if errors.Is(err, redisstore.ErrNotOwner) {
+	if errors.Is(err, redisstore.ErrNotOwner) && !errors.Is(err, redisstore.ErrClaimExpired) {
 		w.loseClaim(err)
 		return false
 	}

@@ -423,6 +423,43 @@ func TestARedisOutageCommitsFromMemoryAndJournalsAgainAfter(t *testing.T) {
 	require.Zero(t, r.entries(t, "outage"))
 }
 
+// TestAWorkerWhoseClaimExpiredCommitsOnAndJournalsOnceItIsWonAgain: Redis
+// down for every replica lets the claim expire with nobody to take it.
+// The journal refuses the worker's writes (nobody holds the claim), yet
+// the worker neither stops nor drops what it took: it commits from memory
+// and, once its token holds the claim again (the assigner's next renewal),
+// journals and trims as before.
+func TestAWorkerWhoseClaimExpiredCommitsOnAndJournalsOnceItIsWonAgain(t *testing.T) {
+	r := startJournal(t)
+	_, err := git.CreateBareRepo("expired")
+	require.NoError(t, err)
+	r.claim(t, "expired", "replica-a")
+	lost := make(chan branch.Outcome, 1)
+	run := runWorker(t, "expired", nil, func(c *branch.Config) {
+		journaledBy(t, r.journal, "replica-a")(c)
+		onOutcome(t, c, branch.OutcomeLost, func(o branch.Outcome) { lost <- o })
+	})
+	write(t, run.w, branch.Author{}, cm("a", "1"))
+	flush(t, run.w)
+
+	require.NoError(t, r.client.Del(context.Background(), "test:claim:"+branchOf("expired")).Err())
+	write(t, run.w, branch.Author{}, cm("a", "2"))
+	flush(t, run.w)
+	require.Len(t, commits(t, "expired"), 2, "the expired claim holds no commit back")
+	require.Empty(t, lost, "a claim nobody holds is not lost")
+
+	r.claim(t, "expired", "replica-a")
+	write(t, run.w, branch.Author{}, cm("a", "3"))
+	require.Eventually(t, func() bool {
+		entries, err := r.journal.Read(context.Background(), branchOf("expired"))
+		return err == nil && len(entries) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the write after the claim was won again is journaled")
+	flush(t, run.w)
+	require.Len(t, commits(t, "expired"), 3)
+	require.Zero(t, r.entries(t, "expired"))
+	require.Empty(t, lost)
+}
+
 func TestAJournalWithoutASealerIsRefused(t *testing.T) {
 	r := startJournal(t)
 	cfg := branch.Config{Key: branch.Key{Branch: "main"}, Journal: r.journal, ClaimToken: "replica-a"}

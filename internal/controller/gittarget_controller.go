@@ -38,6 +38,10 @@ type GitTargetReconciler struct {
 	// one only: with several replicas each runs the GitTargets of the
 	// branches it owns.
 	EveryReplica bool
+	// NoteClaimsElsewhere compiles the claims of the GitTargets other
+	// replicas run, for the admission observer's registration
+	// (noteClaimsElsewhere); set with several replicas and the observer on.
+	NoteClaimsElsewhere bool
 	// LocalConfig is the operator's own cluster, the source of a
 	// ClusterProvider without a kubeConfig.
 	LocalConfig *rest.Config
@@ -91,7 +95,7 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	r.Engine.NoteTarget(keyOf(&target), branchOf(&target))
 	if !r.Engine.Owns(branchOf(&target)) {
 		r.Engine.StopMoved(ctx, keyOf(&target), branchOf(&target))
-		return reconcile.Result{}, nil
+		return r.noteClaimsElsewhere(ctx, &target)
 	}
 	run := &targetRun{target: &target, conds: newTargetConditions(&target.Status.Conditions, target.Generation), requeue: r.resync()}
 	run.conds.suspended = target.Spec.Suspend

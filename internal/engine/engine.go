@@ -18,6 +18,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/discovery"
 	"github.com/configbutler/gitops-reverser/internal/facts"
 	"github.com/configbutler/gitops-reverser/internal/mirror"
+	"github.com/configbutler/gitops-reverser/internal/rules"
 )
 
 // ErrNotStarted is returned until the engine runs (the replica is not the
@@ -113,6 +114,9 @@ type Engine struct {
 	// (ownership.go); releasing are the branches being handed over.
 	branchOf  map[branch.TargetKey]branch.Key
 	releasing map[branch.Key]bool
+	// elsewhere are the claims of the GitTargets on this cluster that
+	// other replicas run (NoteClaims), for LocalClaims.
+	elsewhere map[branch.TargetKey][]rules.Claim
 	// handover serialises a release with the applies under way (read
 	// locked for each ApplyTarget), so no apply that saw the branch owned
 	// starts it again after its release.
@@ -132,6 +136,7 @@ func New(opts Options) *Engine {
 		targets:   map[branch.TargetKey]*targetEntry{},
 		branchOf:  map[branch.TargetKey]branch.Key{},
 		releasing: map[branch.Key]bool{},
+		elsewhere: map[branch.TargetKey][]rules.Claim{},
 	}
 }
 

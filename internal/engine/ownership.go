@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"reflect"
 
 	"github.com/configbutler/gitops-reverser/internal/branch"
+	"github.com/configbutler/gitops-reverser/internal/rules"
 )
 
 // Ownership says which branches this replica runs when several replicas
@@ -42,14 +44,39 @@ func (e *Engine) NoteTarget(t branch.TargetKey, key branch.Key) {
 	}
 }
 
-// ForgetTarget drops a deleted GitTarget from the assignment.
+// ForgetTarget drops a deleted GitTarget from the assignment and from the
+// claims noted for it.
 func (e *Engine) ForgetTarget(t branch.TargetKey) {
 	e.mu.Lock()
 	_, known := e.branchOf[t]
 	delete(e.branchOf, t)
+	_, noted := e.elsewhere[t]
+	delete(e.elsewhere, t)
 	e.mu.Unlock()
 	if known && e.opts.Ownership != nil {
 		e.opts.Ownership.Kick()
+	}
+	if noted {
+		e.claimsChanged()
+	}
+}
+
+// NoteClaims records the claims of GitTarget t, which reads the
+// operator's own cluster and another replica runs; nil claims forget them.
+// The admission observer's registration is written by one elected replica
+// for every replica's targets (LocalClaims), and what a target claims
+// follows from the cluster's rules, not from who runs it.
+func (e *Engine) NoteClaims(t branch.TargetKey, claims []rules.Claim) {
+	e.mu.Lock()
+	old, noted := e.elsewhere[t]
+	if claims == nil {
+		delete(e.elsewhere, t)
+	} else {
+		e.elsewhere[t] = claims
+	}
+	e.mu.Unlock()
+	if noted != (claims != nil) || !reflect.DeepEqual(old, claims) {
+		e.claimsChanged()
 	}
 }
 
@@ -123,6 +150,10 @@ func (e *Engine) Release(_ context.Context, key branch.Key, graceful bool) {
 		if entry.spec.Worker == key {
 			stopped = append(stopped, entry)
 			delete(e.targets, t)
+			if entry.source != nil && entry.source.Local {
+				// The next owner runs it: its claims still hold.
+				e.elsewhere[t] = entry.spec.Claims
+			}
 		}
 	}
 	worker := e.workers[key]

@@ -256,7 +256,9 @@ func (e *Engine) RemoveTarget(ctx context.Context, key branch.TargetKey) {
 // LocalClaims are the claims of every target that reads the operator's own
 // cluster, merged (rules.Merge): the types whose writes that cluster's API
 // server can show the admission observer. A suspended target's count too:
-// its streams keep watching.
+// its streams keep watching. With several replicas they include the
+// targets the others run (NoteClaims), since one elected replica writes
+// the observer's registration for all.
 func (e *Engine) LocalClaims() []rules.Claim {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -264,6 +266,11 @@ func (e *Engine) LocalClaims() []rules.Claim {
 	for _, t := range e.targets {
 		if t.source != nil && t.source.Local {
 			all = append(all, t.spec.Claims...)
+		}
+	}
+	for key, claims := range e.elsewhere {
+		if e.targets[key] == nil {
+			all = append(all, claims...)
 		}
 	}
 	return rules.Merge(rules.Result{Claims: all})

@@ -3,6 +3,7 @@ package ha
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +40,9 @@ type Host interface {
 // Members is what the owner reads of Membership.
 type Members interface {
 	Current() (View, <-chan struct{})
+	// OthersReachStore: another live member reaches the shared store (a
+	// cut-off of this replica, not an outage of the store for all).
+	OthersReachStore() bool
 	Suspend()
 	Resume()
 	Leave(ctx context.Context) error
@@ -67,7 +71,11 @@ type AssignerConfig struct {
 	RenewDeadline time.Duration
 	// Ping checks the shared store while no claim is held (Renew of none
 	// sends nothing); nil skips it.
-	Ping     func(ctx context.Context) error
+	Ping func(ctx context.Context) error
+	// Drop deletes the journal of a branch no GitTarget writes any more,
+	// while token still holds its claim (redisstore.Journal.Drop); nil
+	// leaves it.
+	Drop     func(ctx context.Context, branch, token string) error
 	Clock    clock.WithTicker
 	Observer Observer
 	Log      logr.Logger
@@ -84,10 +92,16 @@ type Assigner struct {
 
 	mu    sync.Mutex
 	owned map[BranchKey]bool
+	// contact is when the store last answered (StoreContact); zero before
+	// it ever did.
+	contact time.Time
 
 	// loop state, touched only by Run's goroutine
 	lastRenewed time.Time
 	fenced      bool
+	// outage: the store is down for every replica, and this one runs its
+	// branches from memory (renew).
+	outage bool
 	// ownerBefore is, for each branch another member owned, that member as
 	// of the last view it was live in; departed are the departures seen,
 	// by member. A take is a handover from ownerBefore, counted (and a
@@ -221,6 +235,10 @@ func (o *Assigner) assign(ctx context.Context, view View) {
 	branches := o.cfg.Host.Branches()
 	take, release := Decide(view, branches, o.snapshot())
 	for _, k := range release {
+		if !slices.Contains(branches, k) {
+			o.retire(ctx, k)
+			continue
+		}
 		o.release(ctx, k, true)
 	}
 	o.retryIn = 0
@@ -280,9 +298,9 @@ func (o *Assigner) noteOwners(view View, branches []BranchKey) {
 }
 
 // renew keeps the claims alive. A claim lost (expired, or taken after a
-// long cut-off) stops its branch at once; renewals failing for
-// RenewDeadline give every branch up and suspend the membership, so this
-// replica stops before another can win its claims.
+// long cut-off) stops its branch at once, unless nobody holds it and this
+// replica wins it again (after an outage of the store). Renewals failing
+// for RenewDeadline are judged by storeFailed.
 func (o *Assigner) renew(ctx context.Context) {
 	owned := o.snapshot()
 	names := make([]string, 0, len(owned))
@@ -303,26 +321,72 @@ func (o *Assigner) renew(ctx context.Context) {
 	}
 	now := o.cfg.Clock.Now()
 	if err != nil {
-		if !o.fenced && now.Sub(o.lastRenewed) >= o.cfg.RenewDeadline {
-			o.cfg.Log.Error(err, "the shared store is unreachable: giving every branch up until it is back")
-			o.fenced = true
-			o.cfg.Members.Suspend()
-			for k := range owned {
-				o.release(ctx, k, false)
-				o.cfg.Observer.Handover(CauseRedisLost)
-			}
+		if now.Sub(o.lastRenewed) >= o.cfg.RenewDeadline {
+			o.storeFailed(ctx, err, owned)
 		}
 		return
 	}
 	o.lastRenewed = now
+	o.mu.Lock()
+	o.contact = now
+	o.mu.Unlock()
 	if o.fenced {
 		o.fenced = false
 		o.cfg.Members.Resume()
 	}
+	if o.outage {
+		o.outage = false
+		o.cfg.Observer.StoreOutage(false)
+		o.cfg.Log.Info("the shared store answers again: claiming the branches run through the outage again")
+	}
 	for _, name := range lost {
+		if won, _, aerr := o.cfg.Claims.TryAcquire(ctx, name, o.cfg.Token, o.cfg.ClaimTTL); aerr == nil && won {
+			continue // it had expired and nobody took it: still ours
+		}
 		o.cfg.Log.Info("lost the claim on a branch: stopping it without committing", "branch", name)
 		o.release(ctx, byName[name], false)
 	}
+}
+
+// storeFailed decides, once renewals have failed for RenewDeadline,
+// between the two things that look alike from here: a
+// store cut off from this replica only, whose branches the others may take
+// once its claims expire, so it gives every branch up without committing
+// and suspends its membership before they can; and a store down for every
+// replica, which nobody can take a branch through, so it runs its
+// branches on from memory (the forge's compare-and-swap still fences Git)
+// until the store is back or another replica reaches it again.
+func (o *Assigner) storeFailed(ctx context.Context, err error, owned map[BranchKey]bool) {
+	if o.fenced {
+		return
+	}
+	if !o.cfg.Members.OthersReachStore() {
+		if !o.outage {
+			o.outage = true
+			o.cfg.Observer.StoreOutage(true)
+			o.cfg.Log.Error(err, "the shared store is unreachable for every replica: running the branches from memory until it is back")
+		}
+		return
+	}
+	if o.outage {
+		o.outage = false
+		o.cfg.Observer.StoreOutage(false)
+	}
+	o.cfg.Log.Error(err, "the shared store is unreachable from this replica: giving every branch up until it is back")
+	o.fenced = true
+	o.cfg.Members.Suspend()
+	for k := range owned {
+		o.release(ctx, k, false)
+		o.cfg.Observer.Handover(CauseRedisLost)
+	}
+}
+
+// StoreContact is when the shared store last answered this replica; zero
+// before it ever did (Config.StoreContact of the Membership).
+func (o *Assigner) StoreContact() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.contact
 }
 
 // release stops k and gives its claim up (a lost claim has none to give).
@@ -334,6 +398,24 @@ func (o *Assigner) release(ctx context.Context, k BranchKey, graceful bool) {
 	}
 	if _, err := o.cfg.Claims.Release(ctx, k.String(), o.cfg.Token); err != nil {
 		// The claim expires after ClaimTTL; the next owner waits that long.
+		o.cfg.Log.Error(err, "releasing the claim on a branch", "branch", k.String())
+	}
+}
+
+// retire stops a branch no GitTarget writes any more (its last one was
+// deleted or moved to another branch): its worker commits what it holds,
+// then its journal is dropped while the claim still fences it, and the
+// claim is released. Nothing is left in the store for a branch that may
+// never come back.
+func (o *Assigner) retire(ctx context.Context, k BranchKey) {
+	o.cfg.Host.Release(ctx, k, true)
+	o.setOwned(k, false)
+	if o.cfg.Drop != nil {
+		if err := o.cfg.Drop(ctx, k.String(), o.cfg.Token); err != nil {
+			o.cfg.Log.Error(err, "dropping the journal of a branch no GitTarget writes", "branch", k.String())
+		}
+	}
+	if _, err := o.cfg.Claims.Release(ctx, k.String(), o.cfg.Token); err != nil {
 		o.cfg.Log.Error(err, "releasing the claim on a branch", "branch", k.String())
 	}
 }

@@ -20,6 +20,14 @@ type fakeMembers struct {
 	changed   chan struct{}
 	suspended bool
 	left      bool
+	// storeDownForAll: no other member reaches the store either.
+	storeDownForAll bool
+}
+
+func (m *fakeMembers) OthersReachStore() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.storeDownForAll
 }
 
 func newFakeMembers(self string, members ...string) *fakeMembers {
@@ -113,12 +121,23 @@ func (c *fakeClaims) holder(b string) string {
 
 // fakeHost records what the assigner did, in order.
 type fakeHost struct {
+	mu       sync.Mutex
 	branches []BranchKey
 	events   chan string
 }
 
-func (h *fakeHost) Branches() []BranchKey { return h.branches }
-func (h *fakeHost) Take(k BranchKey)      { h.events <- "take " + k.Branch }
+func (h *fakeHost) Branches() []BranchKey {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.branches
+}
+
+func (h *fakeHost) setBranches(keys ...BranchKey) {
+	h.mu.Lock()
+	h.branches = keys
+	h.mu.Unlock()
+}
+func (h *fakeHost) Take(k BranchKey) { h.events <- "take " + k.Branch }
 func (h *fakeHost) Release(_ context.Context, k BranchKey, graceful bool) {
 	h.events <- fmt.Sprintf("release %s graceful=%t", k.Branch, graceful)
 }
@@ -147,7 +166,8 @@ func firstBranchOf(t *testing.T, keys []BranchKey, member string, members ...str
 	return BranchKey{}
 }
 
-func startAssigner(t *testing.T, members *fakeMembers, claims *fakeClaims, host *fakeHost, clk *clocktesting.FakeClock) (*Assigner, context.CancelFunc, chan error) {
+func startAssigner(t *testing.T, members *fakeMembers, claims *fakeClaims, host *fakeHost, clk *clocktesting.FakeClock,
+	options ...func(*AssignerConfig)) (*Assigner, context.CancelFunc, chan error) {
 	t.Helper()
 	ping := func(context.Context) error {
 		claims.mu.Lock()
@@ -157,8 +177,11 @@ func startAssigner(t *testing.T, members *fakeMembers, claims *fakeClaims, host 
 		}
 		return nil
 	}
-	a, err := NewAssigner(AssignerConfig{Members: members, Claims: claims, Host: host, Token: "a-1", Clock: clk, Ping: ping,
-		Log: logr.Discard()})
+	cfg := AssignerConfig{Members: members, Claims: claims, Host: host, Token: "a-1", Clock: clk, Ping: ping, Log: logr.Discard()}
+	for _, option := range options {
+		option(&cfg)
+	}
+	a, err := NewAssigner(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -193,6 +216,39 @@ func TestTheAssignerTakesWhatHashesToItAndHandsItOverWhenAMemberJoins(t *testing
 		require.Contains(t, host.next(t), "graceful=true", "a shutdown hands every branch over")
 	}
 	require.True(t, members.left)
+}
+
+// TestABranchNoGitTargetWritesIsCommittedThenItsJournalDropped: the last
+// GitTarget of a branch goes away; the branch is handed over as on a
+// stop (its worker commits), then its journal is dropped while the claim
+// still fences it, then the claim is released. A branch another member
+// takes keeps its journal.
+func TestABranchNoGitTargetWritesIsCommittedThenItsJournalDropped(t *testing.T) {
+	gone := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "gone"}
+	stays := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "stays"}
+	members := newFakeMembers("a", "a")
+	claims := &fakeClaims{holders: map[string]string{}}
+	host := &fakeHost{branches: []BranchKey{gone, stays}, events: make(chan string, 16)}
+	dropped := make(chan string, 4)
+	drop := func(_ context.Context, branch, token string) error {
+		dropped <- fmt.Sprintf("%s by %s, claim held by %s", branch, token, claims.holder(branch))
+		return nil
+	}
+	a, cancel, done := startAssigner(t, members, claims, host, clocktesting.NewFakeClock(time.Now()),
+		func(cfg *AssignerConfig) { cfg.Drop = drop })
+	require.Contains(t, host.next(t), "take ")
+	require.Contains(t, host.next(t), "take ")
+
+	host.setBranches(stays)
+	a.Kick()
+	require.Equal(t, "release gone graceful=true", host.next(t))
+	require.Equal(t, gone.String()+" by a-1, claim held by a-1", <-dropped)
+	require.Eventually(t, func() bool { return claims.holder(gone.String()) == "" }, 5*time.Second, time.Millisecond)
+
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, "release stays graceful=true", host.next(t))
+	require.Empty(t, dropped, "a branch handed over keeps its journal for the next owner")
 }
 
 func TestTheAssignerWaitsForTheClaimOfABranchItIsGiven(t *testing.T) {
@@ -244,6 +300,82 @@ func TestTheAssignerGivesEverythingUpWhenItCannotRenewInTime(t *testing.T) {
 		return !members.isSuspended()
 	}, 5*time.Second, 10*time.Millisecond, "back in the membership once the store answers")
 }
+
+// TestAStoreDownForEveryReplicaLeavesTheBranchesRunning: past the renew
+// deadline with no other member reaching the store, nobody can take a
+// branch, so this replica runs its branches on from memory; when the
+// store answers, it wins its expired claims again and nothing moved. Had
+// another member reached the store meanwhile, it gives everything up as
+// on a cut-off of its own.
+func TestAStoreDownForEveryReplicaLeavesTheBranchesRunning(t *testing.T) {
+	for _, othersBackFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("others back first %t", othersBackFirst), func(t *testing.T) {
+			k := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "main"}
+			members := newFakeMembers("a", "a", "b")
+			members.storeDownForAll = true
+			claims := &fakeClaims{holders: map[string]string{}}
+			host := &fakeHost{branches: []BranchKey{k}, events: make(chan string, 4)}
+			clk := clocktesting.NewFakeClock(time.Now())
+			outage := make(chan bool, 4)
+			a, cancel, done := startAssigner(t, members, claims, host, clk,
+				func(cfg *AssignerConfig) { cfg.Observer = outageObserver(outage) })
+			defer func() { cancel(); <-done }()
+			if Owner([]string{"a", "b"}, k) != "a" {
+				t.Skip("rendezvous gives the branch to b")
+			}
+			require.Equal(t, "take main", host.next(t))
+
+			setDown := func(down bool) {
+				claims.mu.Lock()
+				claims.down = down
+				if down {
+					delete(claims.holders, k.String()) // it expires while nobody can renew it
+				}
+				claims.mu.Unlock()
+			}
+			setDown(true)
+			for i := 0; i < 5; i++ { // 10 s: the deadline
+				require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+				clk.Step(2 * time.Second)
+			}
+			require.True(t, <-outage, "running through an outage of the store")
+			for i := 0; i < 3; i++ { // 16 s: past the claim's TTL
+				clk.Step(2 * time.Second)
+			}
+			require.True(t, a.Owns(k), "nobody can take it: it runs on")
+			require.False(t, members.isSuspended())
+			require.Empty(t, host.events)
+
+			if othersBackFirst {
+				members.mu.Lock()
+				members.storeDownForAll = false
+				members.mu.Unlock()
+				require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+				clk.Step(2 * time.Second)
+				require.Equal(t, "release main graceful=false", host.next(t), "cut off now: it stops before the others can take it")
+				require.True(t, members.isSuspended())
+				return
+			}
+			setDown(false)
+			require.Eventually(t, func() bool {
+				clk.Step(2 * time.Second)
+				return claims.holder(k.String()) == "a-1"
+			}, 5*time.Second, 10*time.Millisecond, "the expired claim is won again")
+			require.True(t, a.Owns(k))
+			require.False(t, <-outage, "the outage is over")
+			require.Empty(t, host.events, "nothing was released or taken")
+		})
+	}
+}
+
+// outageObserver sends what StoreOutage is told.
+type outageObserver chan bool
+
+func (o outageObserver) Members(int)            {}
+func (o outageObserver) Owned(int)              {}
+func (o outageObserver) Handover(Cause)         {}
+func (o outageObserver) Failover(time.Duration) {}
+func (o outageObserver) StoreOutage(on bool)    { o <- on }
 
 func TestABranchWhoseClaimWasLostStopsWithoutCommitting(t *testing.T) {
 	k := BranchKey{ProviderNamespace: "ns", Provider: "p", Branch: "main"}

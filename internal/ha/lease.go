@@ -148,7 +148,24 @@ func (m *Membership) stamp(lease *coordinationv1.Lease, now time.Time) *coordina
 	lease.Spec.HolderIdentity = &identity
 	lease.Spec.LeaseDurationSeconds = &seconds
 	lease.Spec.RenewTime = &renewed
+	if m.cfg.StoreContact != nil {
+		if lease.Annotations == nil {
+			lease.Annotations = map[string]string{}
+		}
+		lease.Annotations[StoreContactAnnotation] = storeContactValue(m.cfg.StoreContact())
+	}
 	return lease
+}
+
+// StoreContactAnnotation is the Lease annotation with the time the member
+// last reached the shared store, by its own clock ("" before it ever did).
+const StoreContactAnnotation = "configbutler.ai/store-contact"
+
+func storeContactValue(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return metav1.NewMicroTime(t).UTC().Format(time.RFC3339Nano)
 }
 
 // Leave drops this replica from its own view, stops renewing and deletes

@@ -68,8 +68,12 @@ type member struct {
 	done      chan struct{}
 }
 
-// timing is a short cadence for the tests.
-type timing struct{ lease, renew, retry time.Duration }
+// timing is a short cadence for the tests, and what the member publishes
+// of its store contact (nothing when nil).
+type timing struct {
+	lease, renew, retry time.Duration
+	storeContact        func() time.Time
+}
 
 var short = timing{lease: 3 * time.Second, renew: 2 * time.Second, retry: 500 * time.Millisecond}
 
@@ -110,7 +114,7 @@ func startAs(t testing.TB, cfg *rest.Config, ns, id string, c clock.Clock, tm ti
 	tr := &transport{}
 	cs := clientsetFrom(t, cfg, func(rt http.RoundTripper) http.RoundTripper { tr.next = rt; return tr })
 	m, err := ha.New(ha.Config{Client: cs, Namespace: ns, Identity: id, Clock: c,
-		LeaseDuration: tm.lease, RenewDeadline: tm.renew, RetryPeriod: tm.retry})
+		LeaseDuration: tm.lease, RenewDeadline: tm.renew, RetryPeriod: tm.retry, StoreContact: tm.storeContact})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	mb := &member{Membership: m, transport: tr, stop: cancel, done: make(chan struct{})}

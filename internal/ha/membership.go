@@ -63,6 +63,11 @@ type Config struct {
 	// Lease would stay forever otherwise: pod names are not reused).
 	// Default: 4 × LeaseDuration.
 	CollectAfter time.Duration
+	// StoreContact, when set, is when this replica last reached the shared
+	// store (Assigner.StoreContact); every renewal publishes it on the
+	// Lease (StoreContactAnnotation), so the replicas can tell a store
+	// cut off from one of them from a store down for all (OthersReachStore).
+	StoreContact func() time.Time
 	Clock        clock.Clock
 	Observer     Observer
 	Log          logr.Logger
@@ -81,6 +86,10 @@ type Observer interface {
 	// Failover: from a lost owner's last renewal to a new owner taking
 	// its branch.
 	Failover(d time.Duration)
+	// StoreOutage: this replica runs its branches from memory because
+	// the shared store is down for every replica (true), or no longer
+	// (false).
+	StoreOutage(on bool)
 }
 
 // NopObserver observes nothing.
@@ -90,6 +99,7 @@ func (NopObserver) Members(int)            {}
 func (NopObserver) Owned(int)              {}
 func (NopObserver) Handover(Cause)         {}
 func (NopObserver) Failover(time.Duration) {}
+func (NopObserver) StoreOutage(bool)       {}
 
 // Membership keeps this replica's Lease renewed and publishes the live
 // members as Views. Build it with New, run it with Run; Leave on graceful
@@ -237,7 +247,8 @@ func (m *Membership) observe(obj any) {
 	o, known := m.observed[lease.Name]
 	if !known || o.renewal != renewal || o.member != member {
 		now := m.cfg.Clock.Now()
-		o = observation{member: member, renewal: renewal, firstSeen: now, duration: m.durationOf(lease)}
+		o = observation{member: member, renewal: renewal, firstSeen: now, duration: m.durationOf(lease),
+			reachesStore: reachesStore(lease, 2*m.cfg.RetryPeriod)}
 		m.lastSeen[member] = now
 		delete(m.gone, member)
 	}
@@ -281,6 +292,28 @@ func renewalOf(lease *coordinationv1.Lease) string {
 		return t.UTC().Format(time.RFC3339Nano)
 	}
 	return "resourceVersion " + lease.ResourceVersion
+}
+
+// reachesStore reads a member's Lease: whether the store contact it
+// published is within lag of the renewal it published with it. A member
+// that reaches the store answers a renewal of its claims every renew
+// period, so two periods is generous for it; one that lost the store lags
+// by more as soon as it renews once more, well before another replica's
+// RenewDeadline runs out. A Lease without a contact (a replica of an older
+// release) counts as reaching it.
+func reachesStore(lease *coordinationv1.Lease, lag time.Duration) bool {
+	value, ok := lease.Annotations[StoreContactAnnotation]
+	if !ok || lease.Spec.RenewTime == nil {
+		return true
+	}
+	if value == "" {
+		return false // it never reached the store since it started
+	}
+	contact, err := time.Parse(time.RFC3339Nano, value)
+	if err != nil {
+		return true
+	}
+	return lease.Spec.RenewTime.Sub(contact) <= lag
 }
 
 // durationOf is the lease duration its holder promised, else ours.
@@ -394,6 +427,23 @@ func (m *Membership) Views(ctx context.Context) <-chan View {
 		}
 	}()
 	return out
+}
+
+// OthersReachStore reports whether another live member reached the shared
+// store shortly before its last renewal (reachesStore), by the times it
+// published on its Lease (its own clock for both, so the members' clocks
+// need not agree). A member that publishes no contact counts as reaching
+// it: a replica then gives its branches up as it always did, the safe way.
+func (m *Membership) OthersReachStore() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.cfg.Clock.Now()
+	for _, o := range m.observed {
+		if o.member != m.cfg.Identity && now.Before(o.expiresAt()) && o.reachesStore {
+			return true
+		}
+	}
+	return false
 }
 
 // Suspend stops renewing and drops this replica from its own view at once,

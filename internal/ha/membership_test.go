@@ -2,6 +2,8 @@ package ha_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,4 +257,52 @@ func TestLiveMembersOwnEveryBranchExactlyOnceBeforeAndAfterALoss(t *testing.T) {
 	for k := range before {
 		require.True(t, after[k], "a kept %s: only c's branches moved", k)
 	}
+}
+
+// TestTheMembersTellAStoreCutOffFromOneFromAStoreDownForAll: every renewal
+// publishes when the member last reached the shared store; another member
+// counts it as reaching the store while that contact is fresh at its
+// renewals, and a member that publishes none (an older release) as
+// reaching it.
+func TestTheMembersTellAStoreCutOffFromOneFromAStoreDownForAll(t *testing.T) {
+	ns := namespace(t)
+	var reaching atomic.Bool
+	reaching.Store(true)
+	lastContact := time.Now()
+	var mu sync.Mutex
+	contact := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if reaching.Load() {
+			lastContact = time.Now()
+		}
+		return lastContact
+	}
+	withContact := short
+	withContact.storeContact = contact
+	a := start(t, ns, "pod-a", clock.RealClock{}, withContact)
+	b := start(t, ns, "pod-b", clock.RealClock{}, withContact)
+	for _, m := range []*member{a, b} {
+		waitView(t, m, "both are live", members("pod-a", "pod-b"))
+	}
+	waitFor(t, "a sees b reach the store", func() bool { return a.OthersReachStore() })
+
+	reaching.Store(false) // the store is down for both
+	waitFor(t, "a sees b lose it", func() bool { return !a.OthersReachStore() })
+	waitFor(t, "b sees a lose it", func() bool { return !b.OthersReachStore() })
+	reaching.Store(true)
+	waitFor(t, "a sees b reach it again", func() bool { return a.OthersReachStore() })
+
+	reaching.Store(false)
+	waitFor(t, "a sees b lose it again", func() bool { return !a.OthersReachStore() })
+	start(t, ns, "pod-c", clock.RealClock{}, short)
+	waitView(t, a, "c is live", members("pod-a", "pod-b", "pod-c"))
+	require.True(t, a.OthersReachStore(), "c, which publishes no contact, counts as reaching the store")
+}
+
+// waitFor polls ok until it holds; the deadline only ends a test that
+// would hang.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	require.Eventually(t, ok, 60*time.Second, 20*time.Millisecond, what)
 }

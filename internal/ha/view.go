@@ -77,6 +77,9 @@ type observation struct {
 	renewal   string
 	firstSeen time.Time
 	duration  time.Duration
+	// reachesStore: the member reached the shared store when it renewed
+	// (reachesStore).
+	reachesStore bool
 	// uid and resourceVersion are the Lease's, so that collecting it
 	// cannot delete a newer one.
 	uid             string

@@ -16,6 +16,7 @@ type HAMetrics struct {
 	owned     prometheus.Gauge
 	handovers *prometheus.CounterVec
 	failover  prometheus.Histogram
+	outage    prometheus.Gauge
 }
 
 // NewHAMetrics builds the families, every handover cause at zero.
@@ -32,6 +33,9 @@ func NewHAMetrics() *HAMetrics {
 		failover: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: "ha_failover_duration_seconds",
 			Help:    "From a lost or departed owner's last renewal seen to a new owner taking its branch.",
 			Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120}}),
+		outage: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "ha_store_outage",
+			Help: "1 while this replica runs its branches from memory because Redis is down for every replica " +
+				"(nothing is journaled and no branch can move meanwhile), else 0."}),
 	}
 	for _, cause := range ha.Causes() {
 		m.handovers.WithLabelValues(string(cause))
@@ -41,7 +45,7 @@ func NewHAMetrics() *HAMetrics {
 
 // Register adds the families to reg.
 func (m *HAMetrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.members, m.owned, m.handovers, m.failover} {
+	for _, c := range []prometheus.Collector{m.members, m.owned, m.handovers, m.failover, m.outage} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -60,5 +64,14 @@ func (m *HAMetrics) Handover(cause ha.Cause) { m.handovers.WithLabelValues(strin
 
 // Failover implements ha.Observer.
 func (m *HAMetrics) Failover(d time.Duration) { m.failover.Observe(d.Seconds()) }
+
+// StoreOutage implements ha.Observer.
+func (m *HAMetrics) StoreOutage(on bool) {
+	if on {
+		m.outage.Set(1)
+		return
+	}
+	m.outage.Set(0)
+}
 
 var _ ha.Observer = (*HAMetrics)(nil)

@@ -29,4 +29,10 @@ func TestHAFamiliesCountWhatTheirObserverIsTold(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.handovers.WithLabelValues("graceful")))
 	require.Zero(t, testutil.ToFloat64(m.handovers.WithLabelValues("redis_lost")))
 	require.Equal(t, 1, testutil.CollectAndCount(m.failover))
+
+	require.Zero(t, testutil.ToFloat64(m.outage))
+	m.StoreOutage(true)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.outage))
+	m.StoreOutage(false)
+	require.Zero(t, testutil.ToFloat64(m.outage))
 }

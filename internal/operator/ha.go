@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
@@ -81,8 +82,11 @@ func setupHA(ctx context.Context, mgr ctrl.Manager, o Options, redis *redisSetup
 		return nil, fmt.Errorf("HA membership client: %w", err)
 	}
 	log := ctrl.Log.WithName("ha")
+	// The Lease publishes when the assigner last reached Redis; the
+	// assigner is built just below, before either runs.
+	var assigner *ha.Assigner
 	members, err := ha.New(ha.Config{Client: client, Namespace: o.OperatorNamespace, Identity: o.ReplicaIdentity,
-		Observer: hm, Log: log})
+		StoreContact: func() time.Time { return assigner.StoreContact() }, Observer: hm, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("HA membership: %w", err)
 	}
@@ -91,9 +95,11 @@ func setupHA(ctx context.Context, mgr ctrl.Manager, o Options, redis *redisSetup
 		return nil, err
 	}
 	host := &engineHost{}
-	assigner, err := ha.NewAssigner(ha.AssignerConfig{Members: members, Host: host, Token: token,
+	journal := &redisstore.Journal{Client: redis.client, Prefix: o.Redis.Prefix()}
+	assigner, err = ha.NewAssigner(ha.AssignerConfig{Members: members, Host: host, Token: token,
 		Claims:   &redisstore.Claims{Client: redis.client, Prefix: o.Redis.Prefix()},
 		Ping:     func(ctx context.Context) error { return redis.client.Ping(ctx).Err() },
+		Drop:     journal.Drop,
 		Observer: hm, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("HA assignment: %w", err)
@@ -103,8 +109,7 @@ func setupHA(ctx context.Context, mgr ctrl.Manager, o Options, redis *redisSetup
 			return nil, fmt.Errorf("adding HA membership: %w", err)
 		}
 	}
-	return &haSetup{assigner: assigner, host: host, sealer: sealer, journals: jm,
-		journal: &redisstore.Journal{Client: redis.client, Prefix: o.Redis.Prefix()}}, nil
+	return &haSetup{assigner: assigner, host: host, sealer: sealer, journals: jm, journal: journal}, nil
 }
 
 // journalSealer seals with the key every replica shares (journalKey).

@@ -17,6 +17,13 @@ import (
 // caller has lost the branch and must stop writing to it.
 var ErrNotOwner = errors.New("the branch's claim is not held by this owner")
 
+// ErrClaimExpired is the ErrNotOwner of a claim nobody holds: it expired
+// while its owner could not renew it (Redis down for every replica), and
+// nothing was applied. Its owner may win it again (the assigner tries at
+// its next renewal) and write on; it is errors.Is ErrNotOwner for callers
+// that need not tell the two apart.
+var ErrClaimExpired = fmt.Errorf("%w: nobody holds it (it expired)", ErrNotOwner)
+
 // DefaultJournalPage is how many entries Read fetches per round trip.
 const DefaultJournalPage = 1000
 
@@ -72,7 +79,11 @@ func journalKey(prefix, branch string) string { return prefix + "journal:" + bra
 // branch's claim, ARGV[1] the writer's token, and a writer that does not
 // hold the claim is refused before anything is written.
 const fenceLua = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder ~= ARGV[1] then
+  if not holder then
+    return redis.error_reply('NOCLAIM the branch claim is held by nobody')
+  end
   return redis.error_reply('NOTOWNER the branch claim is not held by this token')
 end`
 
@@ -173,8 +184,12 @@ func (j *Journal) appendOnce(ctx context.Context, branch, token string, entries 
 // scriptError names a script's own refusals with this package's errors.
 func scriptError(err error) error {
 	// Redis may put its generic "ERR " before a script's error code.
-	if strings.HasPrefix(strings.TrimPrefix(err.Error(), "ERR "), "NOTOWNER") {
+	code := strings.TrimPrefix(err.Error(), "ERR ")
+	if strings.HasPrefix(code, "NOTOWNER") {
 		return ErrNotOwner
+	}
+	if strings.HasPrefix(code, "NOCLAIM") {
+		return ErrClaimExpired
 	}
 	return err
 }

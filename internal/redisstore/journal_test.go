@@ -102,6 +102,9 @@ func TestJournalWritesOfANonOwnerAreRefusedAndChangeNothing(t *testing.T) {
 	require.ErrorIs(t, journal.Drop(ctx, mainBranch, "replica-b"), redisstore.ErrNotOwner)
 	_, err = journal.Append(ctx, "team/github@unclaimed", owner, entries(1, "write %d"), nil)
 	require.ErrorIs(t, err, redisstore.ErrNotOwner, "a branch nobody claims is nobody's to write")
+	require.ErrorIs(t, err, redisstore.ErrClaimExpired, "and says nobody holds it")
+	_, err = journal.Trim(ctx, mainBranch, "replica-b", ids[1])
+	require.NotErrorIs(t, err, redisstore.ErrClaimExpired, "a claim another holds has not expired")
 
 	requireJournal(t, journal, []string{"write 0", "write 1"}, "nothing of the refused writes")
 	n, err := client.Exists(ctx, "blue:cursor:uid:/v1/configmaps:team", "blue:journal:team/github@unclaimed").Result()

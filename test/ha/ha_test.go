@@ -43,6 +43,7 @@ func TestThreeReplicasShareTheBranchesAndHandThemOver(t *testing.T) {
 		{"a stopping replica hands its branches over", st.stopOneGracefully},
 		{"a returning replica takes back only what rendezvous gives it", st.startItAgain},
 		{"a replica cut off from Redis gives its branches up before another takes them", st.cutOffFromRedis},
+		{"Redis down for every replica: the owners run on from memory and keep their claims", st.redisDownForAll},
 		{"scaling 3 to 1 to 3 moves only the branches it must", st.scaleToOneAndBack},
 	} {
 		if !t.Run(step.name, step.run) {
