@@ -15,7 +15,9 @@ import (
 // (redisstore.Claims): the fence between two replicas whose views briefly
 // disagree. Branches are named by BranchKey.String().
 type Claims interface {
-	Acquire(ctx context.Context, branch, token string, ttl time.Duration) (bool, error)
+	// TryAcquire claims branch for token; when another token holds it,
+	// heldFor is how long that claim has left unless renewed.
+	TryAcquire(ctx context.Context, branch, token string, ttl time.Duration) (won bool, heldFor time.Duration, err error)
 	Renew(ctx context.Context, token string, branches []string, ttl time.Duration) (lost []string, err error)
 	Release(ctx context.Context, branch, token string) (bool, error)
 }
@@ -107,6 +109,9 @@ type Assigner struct {
 	// that moved the branch.
 	ownerBefore map[BranchKey]string
 	departed    map[string]Departure
+	// retryIn is when the last assign's lost takes are tried again, when
+	// that comes before the next renew period (zero: at that period).
+	retryIn time.Duration
 }
 
 // NewAssigner fills cfg's defaults.
@@ -172,15 +177,46 @@ func (o *Assigner) Run(ctx context.Context) error {
 	for {
 		view, changed := o.cfg.Members.Current()
 		o.assign(ctx, view)
+		retry, stopRetry := o.retryTimer()
 		select {
 		case <-ctx.Done():
+			stopRetry()
 			o.handOverAll()
 			return nil
 		case <-changed:
 		case <-o.kick:
+		case <-retry:
 		case <-tick.C():
 			o.renew(ctx)
 		}
+		stopRetry()
+	}
+}
+
+// claimRetryMargin is how long after a claim's expiry a lost take is tried
+// again: Redis expires a key exactly when it is read past its TTL, so the
+// margin only covers timer slack.
+const claimRetryMargin = 10 * time.Millisecond
+
+// retryTimer fires when the last assign's lost takes should be tried
+// again before the next renew period: a crashed owner's claim, renewed up
+// to a period after its Lease, can outlive the Lease that the view
+// dropped it by, and waiting for the period would add up to 2 s to the
+// failover. nil (never) when nothing lost or the period comes first.
+func (o *Assigner) retryTimer() (<-chan time.Time, func()) {
+	if o.retryIn <= 0 {
+		return nil, func() {}
+	}
+	t := o.cfg.Clock.NewTimer(o.retryIn)
+	return t.C(), func() { t.Stop() }
+}
+
+// noteHeld records a take lost to a claim with heldFor left: its retry
+// comes just after it runs out, if that is before the next period.
+func (o *Assigner) noteHeld(heldFor time.Duration) {
+	retry := heldFor + claimRetryMargin
+	if retry < o.cfg.RenewPeriod && (o.retryIn == 0 || retry < o.retryIn) {
+		o.retryIn = retry
 	}
 }
 
@@ -205,13 +241,15 @@ func (o *Assigner) assign(ctx context.Context, view View) {
 		}
 		o.release(ctx, k, true)
 	}
+	o.retryIn = 0
 	for _, k := range take {
-		won, err := o.cfg.Claims.Acquire(ctx, k.String(), o.cfg.Token, o.cfg.ClaimTTL)
+		won, heldFor, err := o.cfg.Claims.TryAcquire(ctx, k.String(), o.cfg.Token, o.cfg.ClaimTTL)
 		if err != nil {
 			o.cfg.Log.Error(err, "claiming a branch; trying again next period", "branch", k.String())
 			continue
 		}
 		if !won {
+			o.noteHeld(heldFor)
 			continue
 		}
 		o.setOwned(k, true)
@@ -302,7 +340,7 @@ func (o *Assigner) renew(ctx context.Context) {
 		o.cfg.Log.Info("the shared store answers again: claiming the branches run through the outage again")
 	}
 	for _, name := range lost {
-		if won, aerr := o.cfg.Claims.Acquire(ctx, name, o.cfg.Token, o.cfg.ClaimTTL); aerr == nil && won {
+		if won, _, aerr := o.cfg.Claims.TryAcquire(ctx, name, o.cfg.Token, o.cfg.ClaimTTL); aerr == nil && won {
 			continue // it had expired and nobody took it: still ours
 		}
 		o.cfg.Log.Info("lost the claim on a branch: stopping it without committing", "branch", name)

@@ -63,24 +63,29 @@ func (m *fakeMembers) Leave(context.Context) error {
 	return nil
 }
 
-// fakeClaims is a claim store in memory; down makes every call fail.
+// fakeClaims is a claim store in memory; down makes every call fail. A
+// held claim has a full TTL left unless expiresIn says otherwise.
 type fakeClaims struct {
-	mu      sync.Mutex
-	holders map[string]string
-	down    bool
+	mu        sync.Mutex
+	holders   map[string]string
+	down      bool
+	expiresIn map[string]time.Duration
 }
 
-func (c *fakeClaims) Acquire(_ context.Context, b, token string, _ time.Duration) (bool, error) {
+func (c *fakeClaims) TryAcquire(_ context.Context, b, token string, ttl time.Duration) (bool, time.Duration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.down {
-		return false, errors.New("down")
+		return false, 0, errors.New("down")
 	}
 	if h, ok := c.holders[b]; ok && h != token {
-		return false, nil
+		if left, ok := c.expiresIn[b]; ok {
+			return false, left, nil
+		}
+		return false, ttl, nil
 	}
 	c.holders[b] = token
-	return true, nil
+	return true, 0, nil
 }
 
 func (c *fakeClaims) Renew(_ context.Context, token string, branches []string, _ time.Duration) ([]string, error) {

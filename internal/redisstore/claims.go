@@ -29,14 +29,20 @@ func claimKey(prefix, branch string) string { return prefix + "claim:" + branch 
 
 // acquireScript takes a free claim (SET NX PX) or refreshes one the token
 // already holds, so an owner that retries an Acquire whose reply it lost
-// does not lock itself out until the TTL runs out.
+// does not lock itself out until the TTL runs out. It answers 1 when the
+// token holds the claim, else minus the milliseconds the other holder's
+// claim has left (0 or less).
 var acquireScript = goredis.NewScript(`
 local held = redis.call('GET', KEYS[1])
 if held == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
-if held then return 0 end
+if held then
+  local left = redis.call('PTTL', KEYS[1])
+  if left < 0 then left = 0 end
+  return -left
+end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 `)
@@ -70,14 +76,26 @@ return 0
 // error, when another token holds the claim; true when the claim is now
 // token's (freshly taken, or already held and refreshed).
 func (c *Claims) Acquire(ctx context.Context, branch, token string, ttl time.Duration) (bool, error) {
+	won, _, err := c.TryAcquire(ctx, branch, token, ttl)
+	return won, err
+}
+
+// TryAcquire is Acquire that also says, when another token holds the
+// claim, how long that claim has left (it runs out then unless its holder
+// renews it): a crashed owner's claim can outlive its Lease by up to a
+// renew period, and the replica taking over tries again when it runs out.
+func (c *Claims) TryAcquire(ctx context.Context, branch, token string, ttl time.Duration) (won bool, heldFor time.Duration, err error) {
 	if ttl < time.Millisecond {
-		return false, fmt.Errorf("claiming branch %s for %s: a claim lasts at least a millisecond", branch, ttl)
+		return false, 0, fmt.Errorf("claiming branch %s for %s: a claim lasts at least a millisecond", branch, ttl)
 	}
-	n, err := acquireScript.Run(ctx, c.Client, []string{claimKey(c.Prefix, branch)}, token, ttl.Milliseconds()).Int()
+	n, err := acquireScript.Run(ctx, c.Client, []string{claimKey(c.Prefix, branch)}, token, ttl.Milliseconds()).Int64()
 	if err != nil {
-		return false, fmt.Errorf("claiming branch %s: %w", branch, err)
+		return false, 0, fmt.Errorf("claiming branch %s: %w", branch, err)
 	}
-	return n == 1, nil
+	if n == 1 {
+		return true, 0, nil
+	}
+	return false, time.Duration(-n) * time.Millisecond, nil
 }
 
 // Renew refreshes, in one round trip, the claims token holds on branches

@@ -126,6 +126,65 @@ func (s *Stream) startCatchUp(ctx context.Context) error {
 	return nil
 }
 
+// quietShortWatch ends a catch-up's short watches when one closed without
+// sending anything, not even a bookmark: the watch cache sends none at or
+// below the versions the watch has passed, and its version moves only with
+// the resource's own events (or a consistent list), so in a resource quiet
+// since the watch opened more short watches would hear nothing either. The watches are long again; the
+// catch-up ends at the resource's next event or bookmark, and the worker's
+// replaySilence closes a window held for it meanwhile. Listing to move the
+// cache would end it, but would make every quiet restart list its scopes.
+func (s *Stream) quietShortWatch(sentNothing bool) {
+	if sentNothing && s.catchingUp && s.shortWatches > 0 {
+		s.shortWatches = maxShortWatches
+	}
+}
+
+// catchUpWatchSeconds is the timeout of a resumed stream's watches until
+// it has caught up. Only a bookmark at or past the catch-up's list tells a
+// quiet scope's watch it has passed the list (the list answers with etcd's
+// revision, which other resources move: in a cluster the Leases do every
+// few seconds), and the API server's watch cache sends a watch bookmarks
+// about once a minute, and once about 2 s before its timeout (k8s.io/
+// apiserver cacher, cacheWatcher.nextBookmarkTime). 3 s is the shortest
+// timeout that still gets that one: the cache dispatches bookmarks on a
+// timer of about 1 s, in 1 s buckets, so it comes 0 to about 2.3 s after
+// the watch opened, at the watch cache's revision, which a list served
+// from it (a consistent list, ConsistentListFromCache) has already brought
+// up to the list's. Without it the branch worker holds the catch-up's
+// window for replaySilence (5 s).
+const catchUpWatchSeconds int64 = 3
+
+// maxShortWatches bounds a catch-up's short watches. An API server that
+// answers the list from etcd rather than from its watch cache can send
+// bookmarks behind the list until the resource changes somewhere; past
+// these, the watches are long again, as on any other reconnect, and the
+// catch-up ends at the periodic bookmark or the next event (the worker's
+// replaySilence closes the held window meanwhile).
+const maxShortWatches = 3
+
+// catchUpTimeout is the timeout of the next watch: catchUpWatchSeconds
+// while the stream is catching up and has short watches left; nil (the
+// API server's default) otherwise.
+func (s *Stream) catchUpTimeout() *int64 {
+	if (!s.catchingUp && s.catchUp == nil) || s.shortWatches >= maxShortWatches {
+		return nil
+	}
+	s.shortWatches++
+	seconds := catchUpWatchSeconds
+	return &seconds
+}
+
+// reopenAfterList reports, once after the catch-up's list was taken,
+// whether the watch should be reopened from where it is: its bookmark may
+// be due before the list, and only one sent after it is sure to reach it.
+// A catch-up that ended at the event at hand needs none.
+func (s *Stream) reopenAfterList() bool {
+	reopen := s.reopen && s.catchUp != nil
+	s.reopen = false
+	return reopen
+}
+
 // judge reports whether a live event is a superseded re-delivery; one of
 // a resumed watch's first events lists where its objects stand. An event
 // past the list ends the catch-up before it is handed on; a superseded one
@@ -135,6 +194,7 @@ func (s *Stream) judge(ctx context.Context, typ apiwatch.EventType, obj *unstruc
 		if err := s.startCatchUp(ctx); err != nil {
 			return false, err
 		}
+		s.reopen = s.catchUp != nil && s.shortWatches < maxShortWatches
 	}
 	if s.catchUp == nil {
 		return false, nil

@@ -26,6 +26,7 @@ type replayState struct {
 func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVersion string, replay *replayState) (string, error) {
 	defer w.Stop()
 	s.connected()
+	sentNothing := true
 	for {
 		var ev apiwatch.Event
 		var open bool
@@ -40,8 +41,10 @@ func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVers
 			if replay != nil {
 				return "", errReplay // closed before the replay finished
 			}
+			s.quietShortWatch(sentNothing)
 			return resourceVersion, nil
 		}
+		sentNothing = false
 		s.Observer.Event(s.Scope, ev.Type)
 		if ev.Type == apiwatch.Error {
 			return s.watchError(resourceVersion, ev.Object)
@@ -59,6 +62,9 @@ func (s *Stream) consume(ctx context.Context, w apiwatch.Interface, resourceVers
 			return resourceVersion, err
 		}
 		resourceVersion = obj.GetResourceVersion()
+		if s.reopenAfterList() {
+			return resourceVersion, nil // resumed from here, short
+		}
 	}
 }
 

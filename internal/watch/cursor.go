@@ -84,7 +84,7 @@ func (s *Stream) start(ctx context.Context) string {
 	case rv == "":
 		s.Observer.ColdReplay(s.Scope, ColdNoCursor)
 	default:
-		s.resuming, s.catchingUp = true, true
+		s.resuming, s.catchingUp, s.shortWatches = true, true, 0
 		s.versionsUnknown = s.TrackPrevious
 	}
 	return rv

@@ -183,6 +183,12 @@ type Stream struct {
 	// goroutine only).
 	catchingUp bool
 	catchUp    *catchUp
+	// shortWatches counts the catch-up's short watches (catchUpTimeout);
+	// reopen: the catch-up's list was just taken and the watch has not
+	// passed it, so the watch is reopened short from where it is (stream
+	// goroutine only).
+	shortWatches int
+	reopen       bool
 	// versions are the objects' last resourceVersions, with TrackPrevious
 	// (stream goroutine only).
 	versions map[ObjectKey]string
@@ -368,7 +374,8 @@ func (s *Stream) replay(ctx context.Context) (string, error) {
 // follow resumes a watch from resourceVersion; replay, when set, is still
 // collecting (the LIST fallback reports its own Synced).
 func (s *Stream) follow(ctx context.Context, resourceVersion string, replay *replayState) (string, error) {
-	w, err := s.resource().Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true})
+	w, err := s.resource().Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true,
+		TimeoutSeconds: s.catchUpTimeout()})
 	if err != nil {
 		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 			s.gone(err)

@@ -43,7 +43,7 @@ type mirrored struct {
 
 // newSpread creates the repository (one commit on main, so every branch
 // starts from it) and n mirrored branches.
-func newSpread(t *testing.T, name, redisPrefix string, n int) *spread {
+func newSpread(t testing.TB, name, redisPrefix string, n int) *spread {
 	t.Helper()
 	_, err := env.git.CreateRepoWithCommit(name, map[string]string{"README.md": "# " + name + "\n"})
 	require.NoError(t, err)
@@ -77,7 +77,7 @@ func newSpread(t *testing.T, name, redisPrefix string, n int) *spread {
 	return s
 }
 
-func create(t *testing.T, objs ...client.Object) {
+func create(t testing.TB, objs ...client.Object) {
 	t.Helper()
 	for _, obj := range objs {
 		require.NoError(t, env.kube.Client().Create(context.Background(), obj), "creating %T %s", obj, obj.GetName())
@@ -86,7 +86,7 @@ func create(t *testing.T, objs ...client.Object) {
 
 // setValue writes the ConfigMap "probe" of m's namespace with value, creating
 // it the first time.
-func setValue(t *testing.T, m mirrored, value string) {
+func setValue(t testing.TB, m mirrored, value string) {
 	t.Helper()
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "probe"}}
@@ -110,14 +110,14 @@ func (s *spread) inGit(m mirrored, value string) bool {
 }
 
 // waitInGit waits until m's branch holds the probe with value.
-func (s *spread) waitInGit(t *testing.T, c *cluster, m mirrored, value string) {
+func (s *spread) waitInGit(t testing.TB, c *cluster, m mirrored, value string) {
 	t.Helper()
 	require.Eventually(t, func() bool { return s.inGit(m, value) }, patience, 100*time.Millisecond,
 		"value %q of %s in Git on branch %s; %s", value, m.ns, m.branch, c.logs())
 }
 
 // head is the commit m's branch points at.
-func (s *spread) head(t *testing.T, m mirrored) string {
+func (s *spread) head(t testing.TB, m mirrored) string {
 	t.Helper()
 	out, err := env.git.Git(s.repo, "rev-parse", "refs/heads/"+m.branch)
 	require.NoError(t, err)
@@ -170,7 +170,7 @@ type claimEvent struct {
 }
 
 // watchClaims subscribes to the claim keys' events until the test ends.
-func (s *spread) watchClaims(t *testing.T) *claimEvents {
+func (s *spread) watchClaims(t testing.TB) *claimEvents {
 	t.Helper()
 	ctx := context.Background()
 	// K: keyspace channels; g: del and expire; $: set; x: expired.

@@ -24,7 +24,7 @@ type redisProxy struct {
 
 // startRedisProxy listens on a loopback port and forwards to target until
 // the test ends.
-func startRedisProxy(t *testing.T, target string) *redisProxy {
+func startRedisProxy(t testing.TB, target string) *redisProxy {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

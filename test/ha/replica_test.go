@@ -45,7 +45,7 @@ type cluster struct {
 	count        int
 	// t is the test the cluster belongs to: a replica started in one of
 	// its steps runs until that test ends.
-	t *testing.T
+	t testing.TB
 
 	mu       sync.Mutex
 	replicas map[string]*replica // running or stopped, by identity
@@ -56,7 +56,7 @@ type cluster struct {
 }
 
 // newCluster creates the operator namespace; no replica runs yet.
-func newCluster(t *testing.T, name, prefix string, count int) *cluster {
+func newCluster(t testing.TB, name, prefix string, count int) *cluster {
 	t.Helper()
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	return &cluster{name: name, prefix: prefix, count: count, t: t, replicas: map[string]*replica{},
@@ -66,7 +66,7 @@ func newCluster(t *testing.T, name, prefix string, count int) *cluster {
 // start runs the operator as replica identity; the cluster's test kills it
 // at its end if it still runs. A replica started again under the same name (a pod
 // restarted) gets a log of its own.
-func (c *cluster) start(t *testing.T, identity string) *replica {
+func (c *cluster) start(t testing.TB, identity string) *replica {
 	t.Helper()
 	port, err := harness.FreePort()
 	require.NoError(t, err)
@@ -97,7 +97,8 @@ func (c *cluster) start(t *testing.T, identity string) *replica {
 		"--target-resync-interval=5s",
 	}
 	if os.Getenv(operatorLogEnv) == "debug" {
-		args = append(args, "--zap-log-level=debug")
+		// Millisecond timestamps: a failover's steps are read off them.
+		args = append(args, "--zap-log-level=debug", "--zap-time-encoding=rfc3339nano")
 	}
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
@@ -179,7 +180,7 @@ func (r *replica) kill() {
 
 // terminate sends SIGTERM, as Kubernetes does to a pod it stops, and
 // returns without waiting: the caller waits on done.
-func (r *replica) terminate(t *testing.T) {
+func (r *replica) terminate(t testing.TB) {
 	t.Helper()
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM), "SIGTERM to replica %s", r.identity)
 }

@@ -25,7 +25,7 @@ type settled map[branch.Key]string
 // waitSettled waits until exactly members run and each counts them all
 // live, every branch's claim is held by the member rendezvous hashing
 // gives it to, and the members' owned counts add up to the branches.
-func waitSettled(t *testing.T, c *cluster, s *spread, members []string) settled {
+func waitSettled(t testing.TB, c *cluster, s *spread, members []string) settled {
 	t.Helper()
 	var holders settled
 	// EventuallyWithT reports what the last look found unsettled.
@@ -80,7 +80,7 @@ func checkSettled(ctx context.Context, c *cluster, s *spread, members []string) 
 }
 
 // ownedSum is the sum of gitopsreverser_ha_branches_owned over members.
-func ownedSum(t *testing.T, c *cluster, members []string) int {
+func ownedSum(t testing.TB, c *cluster, members []string) int {
 	t.Helper()
 	sum := 0.0
 	for _, id := range members {
