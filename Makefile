@@ -65,7 +65,7 @@ bench: test-binaries bench-attribution bench-ha ## Run the benchmarks
 # (test/ha's fixture), ten SIGKILLs of a branch owner (kill to the first
 # commit by another replica) and ten SIGTERMs (to the survivors holding
 # every claim); and the throughput of 1, 2 and 3 replicas on 30 branches
-# under 30 changes/s (also part of make bench).
+# under 10 changes/s (also part of make bench).
 .PHONY: bench-ha
 bench-ha: test-binaries ## Run the HA benchmarks (crash and graceful handover, p50 and max over 10 each; throughput by replicas)
 	$(GO) test ./test/ha/ -run '^$$' -bench '^Benchmark(Failover|ThroughputByReplicas)$$' -benchtime 1x -timeout 40m -v

@@ -16,15 +16,15 @@ import (
 // per throughputPeriod for throughputDuration, by one writer per branch.
 const (
 	throughputBranches = 30
-	throughputPeriod   = time.Second
-	throughputDuration = 20 * time.Second
+	throughputPeriod   = 3 * time.Second
+	throughputDuration = 30 * time.Second
 )
 
 // BenchmarkThroughputByReplicas runs issue 24's scaling figure: 30
 // branches (test/ha's fixture: one GitTarget, namespace and ConfigMap
 // WatchRule each, commit window 300 ms, the go-git forge against `git
-// http-backend`) under a sustained 30 changes/s (one per branch per
-// second, 20 s), with 1, 2 and 3 operator processes sharing them. Each
+// http-backend`) under a sustained 10 changes/s (one per branch every 3 s,
+// for 30 s), with 1, 2 and 3 operator processes sharing them. Each
 // count is a fresh repository, namespace set and replica set. It reports:
 //
 //   - catchup_s: from the last write to every branch holding its last
