@@ -88,9 +88,14 @@ func create(t testing.TB, objs ...client.Object) {
 // it the first time.
 func setValue(t testing.TB, m mirrored, value string) {
 	t.Helper()
+	require.NoError(t, writeValue(m, value))
+}
+
+// writeValue is setValue for a goroutine that is not the test's.
+func writeValue(m mirrored, value string) error {
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "probe"}}
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		err := env.kube.Client().Get(ctx, client.ObjectKeyFromObject(cm), cm)
 		if client.IgnoreNotFound(err) != nil {
 			return err
@@ -100,7 +105,7 @@ func setValue(t testing.TB, m mirrored, value string) {
 			return env.kube.Client().Create(ctx, cm)
 		}
 		return env.kube.Client().Update(ctx, cm)
-	}))
+	})
 }
 
 // inGit reports whether m's branch holds the probe ConfigMap with value.
