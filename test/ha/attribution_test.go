@@ -10,13 +10,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -167,16 +165,12 @@ func newActors(t *testing.T) [2]actorClient {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ns + "-configmaps"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}},
 	)
-	clientset, err := kubernetes.NewForConfig(env.kube.Config())
-	require.NoError(t, err)
-	hour := int64(3600)
-	token, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
+	token, err := env.kube.ServiceAccountToken(ctx, ns, sa)
 	require.NoError(t, err)
 	byCertificate, err := env.kube.ConfigAsCertificateUser("alice", "system:masters")
 	require.NoError(t, err)
 	out := [2]actorClient{{name: "alice"}, {name: "system:serviceaccount:" + ns + ":" + sa}}
-	for i, cfg := range []*rest.Config{byCertificate, env.kube.ConfigWithToken(token.Status.Token)} {
+	for i, cfg := range []*rest.Config{byCertificate, env.kube.ConfigWithToken(token)} {
 		// client-go's default 5 requests/s would throttle the load below
 		// its rate.
 		cfg.QPS, cfg.Burst = 100, 100

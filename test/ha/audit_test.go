@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/test/harness"
@@ -84,7 +83,7 @@ func prepareAudit(dir string) (*auditSetup, error) {
 		return nil, err
 	}
 	a.policyFile = filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(a.policyFile, []byte(auditPolicy()), 0o600); err != nil {
+	if err := os.WriteFile(a.policyFile, []byte(harness.AuditPolicyIn(auditedNamespaces())), 0o600); err != nil {
 		a.balancer.close()
 		return nil, fmt.Errorf("writing the audit policy: %w", err)
 	}
@@ -96,28 +95,6 @@ func (a *auditSetup) kubeOptions() harness.KubeOptions {
 	return harness.KubeOptions{AuditPolicyFile: a.policyFile, AuditWebhookConfigFile: a.webhookFile,
 		AuditBatchMaxWait: auditBatchMaxWait,
 		ExtraFlags:        map[string][]string{"audit-webhook-initial-backoff": {auditInitialBackoff.String()}}}
-}
-
-// auditPolicy is the chart's policy (charts/gitops-reverser/files/
-// audit-policy.yaml) with its RequestResponse rule limited to
-// auditedNamespaces.
-func auditPolicy() string {
-	return `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-omitManagedFields: true
-rules:
-  - level: None
-    verbs: [get, list, watch]
-  - level: None
-    resources:
-      - {group: "", resources: [events, "*/status"]}
-      - {group: coordination.k8s.io, resources: [leases]}
-  - level: RequestResponse
-    verbs: [create, update, patch, delete, deletecollection]
-    namespaces: [` + strings.Join(auditedNamespaces(), ", ") + `]
-  - level: None
-`
 }
 
 // operatorArgs are the flags that make a replica attribute: it serves the

@@ -112,22 +112,31 @@ func (b *balancer) forward(client net.Conn) {
 	b.mu.Lock()
 	b.conns[client], b.conns[server] = struct{}{}, struct{}{}
 	b.mu.Unlock()
+	// One side ending (a replica stopped, or the API server closed an idle
+	// connection) ends the pair.
+	splice(client, server, func() {
+		b.mu.Lock()
+		delete(b.conns, client)
+		delete(b.conns, server)
+		b.mu.Unlock()
+		_ = client.Close()
+		_ = server.Close()
+	})
+}
+
+// splice copies both ways between a and b until one direction ends (a
+// close, a reset, an error), then calls closeBoth, which must close both
+// so the other copy ends too, and waits for it.
+func splice(a, b net.Conn, closeBoth func()) {
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
 		_, _ = io.Copy(dst, src)
 		done <- struct{}{}
 	}
-	go pipe(server, client)
-	go pipe(client, server)
+	go pipe(b, a)
+	go pipe(a, b)
 	<-done
-	// One side ended (a replica stopped, or the API server closed an idle
-	// connection): close both so the other copy ends too.
-	b.mu.Lock()
-	delete(b.conns, client)
-	delete(b.conns, server)
-	b.mu.Unlock()
-	_ = client.Close()
-	_ = server.Close()
+	closeBoth()
 	<-done
 }
 
