@@ -223,7 +223,18 @@ func (w *Worker) send(ctx context.Context, msg any) error {
 
 // Write queues an object write. It blocks while the queue is full, so a
 // burst slows the watch down instead of dropping anything.
+//
+// A caller whose context ended is stopping, and its write is refused even
+// when the queue has room (send's select would pick at random): a watch
+// stream stopped for a handover cuts short the wait for a change's author,
+// and queued, the change would be committed unresolved by the stopping
+// owner and its cursor passed. Refused, the cursor stays before it, and
+// the next owner's resumed watch delivers it again and names its author
+// from the facts every replica shares.
 func (w *Worker) Write(ctx context.Context, target TargetKey, author Author, wr Write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return w.send(ctx, writeMsg{target: target, author: author, write: wr})
 }
 

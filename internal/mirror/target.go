@@ -230,7 +230,11 @@ func (t *Target) startLocked(key claimKey, c rules.Claim) {
 	t.streams[key] = r
 	go func() {
 		defer close(r.done)
-		if err := stream.Run(sctx); err != nil {
+		// A stream of a target that is stopping may end with its last
+		// change refused (the worker takes nothing under an ended context,
+		// branch.Worker.Write), before its own context is seen to end:
+		// that is the stop, not a failure.
+		if err := stream.Run(sctx); err != nil && t.ctx.Err() == nil {
 			t.log.Error(err, "watch stream stopped", "scope", stream.Scope.String())
 		}
 	}()

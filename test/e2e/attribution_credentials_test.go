@@ -6,11 +6,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -28,14 +26,9 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}},
 	)
-	clientset, err := kubernetes.NewForConfig(env.kube.Config())
+	token, err := env.kube.ServiceAccountToken(ctx, ns, name)
 	require.NoError(t, err)
-	hour := int64(3600)
-	tr, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.NotEmpty(t, tr.Status.Token)
-	return tr.Status.Token
+	return token
 }
 
 func clientFor(t *testing.T, cfg *rest.Config) client.Client {

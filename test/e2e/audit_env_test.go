@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/configbutler/gitops-reverser/internal/operator"
@@ -82,27 +81,9 @@ func prepareAudit(dir string) (auditSetup, error) {
 	return a, nil
 }
 
-// suitePolicy is the chart's audit policy (proven against the API server
-// on its own in test/harness) with its RequestResponse rule limited to
-// attributionNamespaces.
-func suitePolicy() string {
-	return `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-omitManagedFields: true
-rules:
-  - level: None
-    verbs: [get, list, watch]
-  - level: None
-    resources:
-      - {group: "", resources: [events, "*/status"]}
-      - {group: coordination.k8s.io, resources: [leases]}
-  - level: RequestResponse
-    verbs: [create, update, patch, delete, deletecollection]
-    namespaces: [` + strings.Join(attributionNamespaces, ", ") + `]
-  - level: None
-`
-}
+// suitePolicy is the chart's audit policy with its RequestResponse rule
+// limited to attributionNamespaces.
+func suitePolicy() string { return harness.AuditPolicyIn(attributionNamespaces) }
 
 // withAttribution is a startOperatorWith tune: the operator serves the
 // suite's audit ingress and names the authors of live changes.

@@ -39,6 +39,9 @@ var env struct {
 	redis      *harness.Redis
 	kubeconfig string
 	binary     string
+	// audit is where the API server posts audit events: the attribution
+	// test points it at its replicas.
+	audit *auditSetup
 }
 
 // init keeps the harness's own log (controller-runtime's, of the test
@@ -78,7 +81,11 @@ func run(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("starting redis-server: %w", err)
 	}
 	defer env.redis.Stop()
-	if env.kube, err = harness.StartKube(harness.KubeOptions{}); err != nil {
+	if env.audit, err = prepareAudit(dir); err != nil {
+		return 0, err
+	}
+	defer env.audit.balancer.close()
+	if env.kube, err = harness.StartKube(env.audit.kubeOptions()); err != nil {
 		return 0, fmt.Errorf("starting the control plane: %w", err)
 	}
 	defer env.kube.Stop()

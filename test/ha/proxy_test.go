@@ -1,7 +1,6 @@
 package ha
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -81,19 +80,11 @@ func (p *redisProxy) forward(client net.Conn) {
 	}
 	p.conns[server] = struct{}{}
 	p.mu.Unlock()
-	done := make(chan struct{}, 2)
 	// An error (a reset peer, a cut) ends the pair like a close does.
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		done <- struct{}{}
-	}
-	go pipe(server, client)
-	go pipe(client, server)
-	<-done
-	// One direction ended: close both ends so the other copy ends too.
-	p.drop(client)
-	p.drop(server)
-	<-done
+	splice(client, server, func() {
+		p.drop(client)
+		p.drop(server)
+	})
 }
 
 func (p *redisProxy) drop(conn net.Conn) {

@@ -53,6 +53,9 @@ type cluster struct {
 	// proxies stand between each identity and redis-server, kept across
 	// its restarts, so a step can cut any replica off from Redis.
 	proxies map[string]*redisProxy
+	// args, when set, are further flags for identity's process; a flag
+	// given again there wins over the one above it.
+	args func(identity string) []string
 }
 
 // newCluster creates the operator namespace; no replica runs yet.
@@ -95,6 +98,9 @@ func (c *cluster) start(t testing.TB, identity string) *replica {
 		"--replica-identity=" + identity,
 		// A healthy GitTarget is looked at again within the test's patience.
 		"--target-resync-interval=5s",
+	}
+	if c.args != nil {
+		args = append(args, c.args(identity)...)
 	}
 	if os.Getenv(operatorLogEnv) == "debug" {
 		// Millisecond timestamps: a failover's steps are read off them.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // AuditPolicyFile is the audit policy the chart ships for attribution
@@ -43,4 +44,28 @@ current-context: audit
 		return "", fmt.Errorf("writing the audit webhook kubeconfig: %w", err)
 	}
 	return path, nil
+}
+
+// AuditPolicyIn is the chart's audit policy (AuditPolicyFile, proven
+// against the API server in this package) with its RequestResponse rule
+// limited to namespaces: a suite's API server then posts only its
+// attribution tests' writes, never the other tests', to an ingress that
+// most of the time does not listen.
+func AuditPolicyIn(namespaces []string) string {
+	return `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+omitManagedFields: true
+rules:
+  - level: None
+    verbs: [get, list, watch]
+  - level: None
+    resources:
+      - {group: "", resources: [events, "*/status"]}
+      - {group: coordination.k8s.io, resources: [leases]}
+  - level: RequestResponse
+    verbs: [create, update, patch, delete, deletecollection]
+    namespaces: [` + strings.Join(namespaces, ", ") + `]
+  - level: None
+`
 }

@@ -1,14 +1,18 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -188,6 +192,26 @@ func (k *Kube) ConfigWithToken(token string) *rest.Config {
 	cfg := rest.AnonymousClientConfig(k.Config())
 	cfg.BearerToken = token
 	return cfg
+}
+
+// ServiceAccountToken is a token for the existing ServiceAccount
+// namespace/name from the TokenRequest API, valid for an hour: with
+// ConfigWithToken, a client that authenticates as that account itself.
+func (k *Kube) ServiceAccountToken(ctx context.Context, namespace, name string) (string, error) {
+	clientset, err := kubernetes.NewForConfig(k.Config())
+	if err != nil {
+		return "", fmt.Errorf("creating a clientset: %w", err)
+	}
+	hour := int64(3600)
+	tr, err := clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting a token for %s/%s: %w", namespace, name, err)
+	}
+	if tr.Status.Token == "" {
+		return "", fmt.Errorf("the TokenRequest for %s/%s returned no token", namespace, name)
+	}
+	return tr.Status.Token, nil
 }
 
 // ClientAs is a client acting as user with groups (see ConfigAs).
