@@ -56,23 +56,29 @@ func (s heldStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbi
 	if !ok {
 		return nil, err
 	}
-	return heldBlob{hash: h, content: content}, nil
+	return sharedBlob{hash: h, content: content}, nil
 }
 
-// heldBlob is a read-only blob over the holder's bytes.
-type heldBlob struct {
+// sharedBlob is a read-only blob over bytes the caller owns and never
+// changes: a held blob, or the content of a file a commit puts (writeBlob),
+// which the store then keeps without copying it.
+type sharedBlob struct {
 	hash    plumbing.Hash
 	content []byte
 }
 
-func (b heldBlob) Hash() plumbing.Hash         { return b.hash }
-func (b heldBlob) Type() plumbing.ObjectType   { return plumbing.BlobObject }
-func (b heldBlob) SetType(plumbing.ObjectType) {}
-func (b heldBlob) Size() int64                 { return int64(len(b.content)) }
-func (b heldBlob) SetSize(int64)               {}
-func (b heldBlob) Reader() (io.ReadCloser, error) {
+func newSharedBlob(content []byte) sharedBlob {
+	return sharedBlob{hash: plumbing.ComputeHash(plumbing.BlobObject, content), content: content}
+}
+
+func (b sharedBlob) Hash() plumbing.Hash         { return b.hash }
+func (b sharedBlob) Type() plumbing.ObjectType   { return plumbing.BlobObject }
+func (b sharedBlob) SetType(plumbing.ObjectType) {}
+func (b sharedBlob) Size() int64                 { return int64(len(b.content)) }
+func (b sharedBlob) SetSize(int64)               {}
+func (b sharedBlob) Reader() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(b.content)), nil
 }
-func (b heldBlob) Writer() (io.WriteCloser, error) {
-	return nil, errors.New("a held blob is read-only")
+func (b sharedBlob) Writer() (io.WriteCloser, error) {
+	return nil, errors.New("a shared blob is read-only")
 }
