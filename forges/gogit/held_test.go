@@ -58,6 +58,7 @@ func TestAFetchWhileBlobsAreHeldKeepsNoneOfThem(t *testing.T) {
 			content, err := client.Blob(ctx, e.BlobID)
 			require.NoError(t, err)
 			require.Equal(t, files[e.Path], string(content))
+			require.Equal(t, len(content), cap(content), "a blob read is kept: it comes at its size")
 		}
 		client.HoldBlobs(nil)
 		require.Equal(t, 1, client.fetches, "the blobs not held are read from the one fetch")
