@@ -129,7 +129,10 @@ type CommitRequest struct {
 	Author    Signature
 	Committer Signature
 	// Changes are the commit's file changes (gitfile.Change), each with
-	// the blob its path holds at the commit's parent.
+	// the blob its path holds at the commit's parent. A forge may keep a
+	// change's Content after the commit without copying it (the git
+	// forge's object store does, until ReleaseBlobs): the caller does not
+	// modify it afterwards.
 	Changes []gitfile.Change
 	// Signer, when set, signs the commit.
 	Signer Signer

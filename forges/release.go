@@ -9,3 +9,16 @@ package forges
 type BlobReleaser interface {
 	ReleaseBlobs()
 }
+
+// BlobHolder is implemented by forges that keep the blobs of a fetched
+// snapshot in memory (the git forge, whose depth-1 fetch brings every blob
+// of the tree). Before reading a tree the branch worker names the blobs
+// it already holds, by id, with their contents: after a restart nearly
+// every mirrored file is one it is about to write. A fetch while they are
+// named keeps none of them (a delta in the pack built on one reads it from
+// held), so the forge's store does not hold a second copy of every file
+// even until ReleaseBlobs. HoldBlobs(nil) forgets them. held must answer
+// only contents whose blob id is the id asked for.
+type BlobHolder interface {
+	HoldBlobs(held func(id string) ([]byte, bool))
+}

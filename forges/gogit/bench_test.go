@@ -47,3 +47,45 @@ func BenchmarkCommit(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*filesPerCommit), "ns/file")
 }
+
+// BenchmarkFetchTree measures a restart's read: a fresh client lists a
+// snapshot of 2,000 similar ConfigMaps (one depth-1 fetch), holding every
+// blob ("held", as the worker does after a restart with nothing changed)
+// or none. B/op is what the fetch allocates; the store then keeps the
+// trees only in the held case.
+func BenchmarkFetchTree(b *testing.B) {
+	const files = 2000
+	contents := map[string]string{}
+	for f := range files {
+		contents[fmt.Sprintf("clusters/prod/namespace-%d/configmap-%d.yaml", f%20, f)] =
+			fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\n  namespace: namespace-%d\ndata:\n  key: value-%d\n", f, f%20, f)
+	}
+	name := "bench-fetch-" + strings.ToLower(rand.Text()[:8])
+	head, err := shared.CreateRepoWithCommit(name, contents)
+	if err != nil {
+		b.Fatal(err)
+	}
+	held := map[string][]byte{}
+	for _, c := range contents {
+		held[gitfile.BlobID([]byte(c), head)] = []byte(c)
+	}
+	ctx := context.Background()
+	for _, holding := range []bool{false, true} {
+		b.Run(map[bool]string{false: "none-held", true: "held"}[holding], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				client, err := New(remotes()[0].options(name))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if holding {
+					client.HoldBlobs(func(id string) ([]byte, bool) { c, ok := held[id]; return c, ok })
+				}
+				entries, err := client.Tree(ctx, head, "")
+				if err != nil || len(entries) != files {
+					b.Fatalf("%d entries, %v", len(entries), err)
+				}
+			}
+		})
+	}
+}

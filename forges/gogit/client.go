@@ -105,6 +105,14 @@ type Client struct {
 	// fetches counts fetches over the Client's life, so tests can prove
 	// that reads after the Client's own commits stay local.
 	fetches int
+	// held names the blobs the caller holds (HoldBlobs): a fetch keeps
+	// none of them. nil when it named none.
+	held func(id string) ([]byte, bool)
+	// partial is set when compact kept some blobs of a snapshot that
+	// lacked others (fetched while blobs were held): the snapshot counts
+	// as released, but its blobs stay until the next compact, which
+	// ReleaseBlobs then runs.
+	partial bool
 }
 
 // New returns a Client for opts.URL. It checks the credentials' shape (an

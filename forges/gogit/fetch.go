@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/configbutler/gitops-reverser/forges"
 )
@@ -35,7 +36,11 @@ func privateRef(remote plumbing.ReferenceName) plumbing.ReferenceName {
 // remote is a go-git remote over the current object store. It is cheap and
 // made per call because compact replaces the store.
 func (c *Client) remote() *git.Remote {
-	return git.NewRemote(c.objects, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{c.url}})
+	var store storage.Storer = c.objects
+	if c.held != nil {
+		store = heldStore{Storage: c.objects, held: c.held}
+	}
+	return git.NewRemote(store, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{c.url}})
 }
 
 // listRemoteRefs runs ls-remote and remembers the answer for fetchCommit.

@@ -95,7 +95,14 @@ func (c *Client) readBlob(hash plumbing.Hash) ([]byte, error) {
 		return nil, err
 	}
 	defer reader.Close()
-	return io.ReadAll(reader)
+	// The worker keeps what it reads in its index: read into a buffer of
+	// the blob's size, not io.ReadAll's doubling one (a 300-byte file held
+	// 512 bytes).
+	content := make([]byte, blob.Size())
+	if _, err := io.ReadFull(reader, content); err != nil {
+		return nil, fmt.Errorf("reading blob %s: %w", hash, err)
+	}
+	return content, nil
 }
 
 // descend walks from root to the directory dir, one path segment at a

@@ -50,7 +50,7 @@ func (c *Client) keepsBlobsOf(commit plumbing.Hash) bool {
 func (c *Client) ReleaseBlobs() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	held := false
+	held := c.partial
 	for ref, snap := range c.snapshots {
 		held = held || snap.blobs
 		snap.blobs = false
@@ -78,6 +78,7 @@ func (c *Client) ReleaseBlobs() {
 // one walk over the kept trees.
 func (c *Client) compact() {
 	kept := memory.NewStorage()
+	c.partial = false
 	shallow := make([]plumbing.Hash, 0, len(c.snapshots))
 	for _, withBlobs := range []bool{true, false} {
 		for ref, snap := range c.snapshots {
@@ -92,9 +93,12 @@ func (c *Client) compact() {
 				continue
 			}
 			if snap.blobs && !complete {
-				// Built on released blobs: it has the trees only.
+				// Built on released blobs, or fetched while blobs were
+				// held: it counts as having the trees only, and the
+				// blobs it brought go with the next compact.
 				snap.blobs = false
 				c.snapshots[ref] = snap
+				c.partial = true
 			}
 			if snap.blobs {
 				_ = kept.SetReference(plumbing.NewHashReference(ref, snap.commit))

@@ -239,22 +239,12 @@ func (b *treeBuilder) writeDirectory(dir *directory) (plumbing.Hash, error) {
 	return b.store(encoded)
 }
 
+// writeBlob stores content as a blob without copying it: the change's
+// content is the worker's own rendering, which it does not modify, and a
+// copy was a second instance of every file a large commit writes until
+// the store let its blobs go.
 func (b *treeBuilder) writeBlob(content []byte) (plumbing.Hash, error) {
-	encoded := b.objects.NewEncodedObject()
-	encoded.SetType(plumbing.BlobObject)
-	encoded.SetSize(int64(len(content)))
-	writer, err := encoded.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("writing a blob: %w", err)
-	}
-	if _, err := writer.Write(content); err != nil {
-		_ = writer.Close()
-		return plumbing.ZeroHash, fmt.Errorf("writing a blob: %w", err)
-	}
-	if err := writer.Close(); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("writing a blob: %w", err)
-	}
-	return b.store(encoded)
+	return b.store(newSharedBlob(content))
 }
 
 // store puts an object in the store and records it for the push.

@@ -202,17 +202,28 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (
 	if tip == "" {
 		return files, ids, rendered, nil
 	}
-	entries, err := s.forge.Tree(ctx, tip, root)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
-	}
 	// The expected contents serve this read only: the ones the tree has
 	// join the blob cache (the same bytes the index then holds), the rest
 	// are dropped with the read, so a cold start into an empty repository
-	// keeps no second copy of every file it writes.
-	seeds := make(map[string]rendering, len(s.expected))
-	for _, r := range s.expected {
-		seeds[gitfile.BlobID(r.Content, tip)] = r
+	// keeps no second copy of every file it writes. A forge that keeps
+	// fetched blobs in memory keeps none of these (forges.BlobHolder).
+	seeds := make(map[string]int, len(s.expected))
+	for i, r := range s.expected {
+		seeds[gitfile.BlobID(r.Content, tip)] = i
+	}
+	if holder, ok := s.forge.(forges.BlobHolder); ok && len(seeds) > 0 {
+		holder.HoldBlobs(func(id string) ([]byte, bool) {
+			i, ok := seeds[id]
+			if !ok {
+				return nil, false
+			}
+			return s.expected[i].Content, true
+		})
+		defer holder.HoldBlobs(nil)
+	}
+	entries, err := s.forge.Tree(ctx, tip, root)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
 	}
 	var missing []forges.TreeEntry
 	for _, e := range entries {
@@ -221,7 +232,8 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (
 			files[e.Path] = nil
 			continue
 		}
-		if seed, ok := seeds[e.BlobID]; ok {
+		if i, ok := seeds[e.BlobID]; ok {
+			seed := s.expected[i]
 			s.blobs.put(e.BlobID, seed.Content)
 			files[e.Path] = seed.Content
 			rendered[e.Path] = seed.ID

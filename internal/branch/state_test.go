@@ -94,3 +94,44 @@ func TestAnExpectedRenderingIsIndexedWithoutParsing(t *testing.T) {
 	}
 	require.NoError(t, ix.Check(), "the rendering counts once, as the parse would")
 }
+
+// holdingForge is a treeForge that keeps fetched blobs (forges.BlobHolder):
+// it records what it was told it need not keep while it lists the tree.
+type holdingForge struct {
+	treeForge
+	held       func(id string) ([]byte, bool)
+	heldAtTree map[string]bool
+}
+
+func (f *holdingForge) HoldBlobs(held func(id string) ([]byte, bool)) { f.held = held }
+
+func (f *holdingForge) Tree(ctx context.Context, commit, prefix string) ([]forges.TreeEntry, error) {
+	f.heldAtTree = map[string]bool{}
+	for _, c := range f.files {
+		if f.held == nil {
+			break
+		}
+		if content, ok := f.held(blobID(c)); ok {
+			f.heldAtTree[string(content)] = true
+		}
+	}
+	return f.treeForge.Tree(ctx, commit, prefix)
+}
+
+// A forge that keeps fetched blobs is told, for the read only, which of
+// them the worker holds: the renderings it is about to write, answered
+// with their bytes, so its fetch need keep none of them.
+func TestTheRenderingsAreHeldForTheReadOnly(t *testing.T) {
+	same, changed := []byte("a: 1\n"), []byte("b: 2\n")
+	forge := &holdingForge{treeForge: treeForge{files: map[string][]byte{"mirror/a.yaml": same, "mirror/b.yaml": []byte("b: 1\n")}}}
+	s := newBranchState(forge, "main")
+	key := TargetKey{Namespace: "team", Name: "mirror"}
+	s.setTarget(Target{Key: key, Path: "mirror"})
+
+	s.expect([]rendering{{Content: same}, {Content: changed}})
+	require.NoError(t, s.ensureLoaded(context.Background(), key))
+
+	require.Equal(t, map[string]bool{string(same): true}, forge.heldAtTree, "the tree's file the worker holds, with its bytes")
+	require.Nil(t, forge.held, "forgotten once the read is done")
+	require.Equal(t, 1, forge.reads, "only the file that differs is read")
+}

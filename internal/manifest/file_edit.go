@@ -78,7 +78,15 @@ func (f *fileEdit) renderParsed() ([]byte, *manifestFile) {
 	if f.original != nil && len(f.bodies) == 0 && len(f.removed) == 0 && len(f.appended) == 0 {
 		return f.original.content, f.original // nothing written: the caller sees no change
 	}
+	if f.original == nil && len(f.appended) == 1 {
+		// A new file of one document is that document's bytes, shared
+		// rather than copied: the index and the blob cache then keep the
+		// rendering the write carried, not a second copy of every file.
+		doc := f.appended[0]
+		return parsedFile(doc, map[span]*document{{0, len(doc)}: f.appendedDocs[0]})
+	}
 	var out bytes.Buffer
+	out.Grow(f.renderedSize()) // the file stays in the index: no doubled buffer
 	written := map[span]*document{}
 	if f.original != nil {
 		content := f.original.content
@@ -104,7 +112,29 @@ func (f *fileEdit) renderParsed() ([]byte, *manifestFile) {
 		at := appendDocument(&out, doc)
 		written[span{at, at + len(doc)}] = f.appendedDocs[i]
 	}
-	content := out.Bytes()
+	return parsedFile(out.Bytes(), written)
+}
+
+// renderedSize bounds the size of the rendered file: the original, every
+// new body and appended document, and a marker and newline for each.
+func (f *fileEdit) renderedSize() int {
+	n := 0
+	if f.original != nil {
+		n = len(f.original.content)
+	}
+	for _, body := range f.bodies {
+		n += len(body) + 1
+	}
+	for _, doc := range f.appended {
+		n += len(doc) + len("\n---\n")
+	}
+	return n
+}
+
+// parsedFile is content with its sections and the document of each, from
+// written (by the span of each section's body); nil when a section is not
+// one the plan wrote.
+func parsedFile(content []byte, written map[span]*document) ([]byte, *manifestFile) {
 	sections := yamledit.Sections(content)
 	file := &manifestFile{content: content, sections: sections, docs: make([]*document, len(sections))}
 	for i, s := range sections {

@@ -433,3 +433,23 @@ func TestAPlaintextObjectIsNeverWrittenIntoItsOldSopsFile(t *testing.T) {
 	require.Equal(t, manifest.RefusalInvalidPlacement, res.Refusals[0].Reason)
 	require.Equal(t, path, res.Refusals[0].Path)
 }
+
+// A new file of one document is that document's bytes, not a copy: the
+// index, the blob cache and the commit then share the rendering the write
+// carried. Folded into the index, it is found without parsing it again.
+func TestANewFileOfOneDocumentSharesTheWrittenBytes(t *testing.T) {
+	ix := newIndex(t, "apps", withReadme("apps", nil))
+	written := []byte(configMapYAML("team-a", "fresh", "v"))
+	result := plan(t, ix, manifest.Upsert{ID: configMapID("team-a", "fresh"), YAML: written})
+
+	require.Len(t, result.Changes, 1)
+	content := result.Changes[0].Content
+	require.Equal(t, written, content)
+	require.Same(t, &written[0], &content[0], "the new file is the written document's own bytes")
+	parses := ix.Parses()
+	require.NoError(t, ix.Apply(result))
+	require.Equal(t, parses, ix.Parses(), "the index takes the planned file without parsing it")
+	path, ok := ix.Lookup(configMapID("team-a", "fresh"))
+	require.True(t, ok)
+	require.Equal(t, result.Changes[0].Path, path)
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,8 +80,9 @@ func MarshalNode(obj *unstructured.Unstructured) ([]byte, *yaml.Node, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("marshal %s: %w", IdentityOf(obj), err)
 	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(buf)
+	enc := yaml.NewEncoder(buf)
 	enc.SetIndent(2)
 	enc.CompactSeqIndent()
 	if err := enc.Encode(root); err != nil {
@@ -89,7 +91,25 @@ func MarshalNode(obj *unstructured.Unstructured) ([]byte, *yaml.Node, error) {
 	if err := enc.Close(); err != nil {
 		return nil, nil, fmt.Errorf("marshal %s: flush yaml: %w", IdentityOf(obj), err)
 	}
-	return buf.Bytes(), root, nil
+	return bytes.Clone(buf.Bytes()), root, nil
+}
+
+// renderBuffers are the buffers the encoder writes into. A rendering is
+// kept for as long as the object is mirrored (the window, the index, the
+// blob cache share it), and a buffer grown by doubling as the emitter
+// flushes its 128-byte chunks holds a 300-byte ConfigMap in 512 bytes:
+// the rendering is copied out at its size, and the buffer reused.
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledRenderBuffer keeps a rare large object's buffer out of the pool.
+const maxPooledRenderBuffer = 64 << 10
+
+func putRenderBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledRenderBuffer {
+		return
+	}
+	buf.Reset()
+	renderBuffers.Put(buf)
 }
 
 // mappingNode renders m with its keys ordered by rank, then alphabetically.

@@ -278,3 +278,19 @@ func requireSameTree(t *testing.T, parsed, built *yaml.Node, at string) {
 		requireSameTree(t, parsed.Content[i], built.Content[i], at+"/"+parsed.Content[i-i%2].Value)
 	}
 }
+
+// A rendering is kept as long as its object is mirrored, so it is handed
+// out at its own size, not in the larger buffer the encoder grew by
+// doubling (a ConfigMap of a few hundred bytes sat in twice that).
+func TestMarshalKeepsNoSpareCapacity(t *testing.T) {
+	obj := configMap()
+	// 300 bytes: past the emitter's 128-byte flushes, grown into 512.
+	obj.Object["data"].(map[string]interface{})["padding"] = strings.Repeat("x", 40)
+	out, err := sanitize.Marshal(obj)
+	require.NoError(t, err)
+	// The allocator's size classes leave at most a few dozen bytes over.
+	require.Less(t, cap(out)-len(out), 64, "len %d cap %d", len(out), cap(out))
+	again, err := sanitize.Marshal(obj)
+	require.NoError(t, err)
+	require.Equal(t, out, again, "a reused buffer renders the same bytes")
+}
