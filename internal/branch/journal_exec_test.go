@@ -370,14 +370,7 @@ func TestACursorBeforeTheFirstCommitNamesTheBranchHead(t *testing.T) {
 
 func TestAWorkerWhoseClaimWasTakenCommitsNothingMore(t *testing.T) {
 	r := startJournal(t)
-	_, err := git.CreateBareRepo("deposed")
-	require.NoError(t, err)
-	r.claim(t, "deposed", "replica-a")
-	lost := make(chan branch.Outcome, 1)
-	run := runWorker(t, "deposed", nil, func(c *branch.Config) {
-		journaledBy(t, r.journal, "replica-a")(c)
-		onOutcome(t, c, branch.OutcomeLost, func(o branch.Outcome) { lost <- o })
-	})
+	run, lost := r.claimedWorker(t, "deposed", "replica-a")
 	write(t, run.w, branch.Author{}, cm("a", "1"))
 	flush(t, run.w)
 	require.Len(t, commits(t, "deposed"), 1)
@@ -423,6 +416,21 @@ func TestARedisOutageCommitsFromMemoryAndJournalsAgainAfter(t *testing.T) {
 	require.Zero(t, r.entries(t, "outage"))
 }
 
+// claimedWorker runs a journaled worker on a new repository whose claim
+// token holds, and the channel its OutcomeLost arrives on.
+func (r *redisJournal) claimedWorker(t *testing.T, repo, token string) (*running, chan branch.Outcome) {
+	t.Helper()
+	_, err := git.CreateBareRepo(repo)
+	require.NoError(t, err)
+	r.claim(t, repo, token)
+	lost := make(chan branch.Outcome, 1)
+	run := runWorker(t, repo, nil, func(c *branch.Config) {
+		journaledBy(t, r.journal, token)(c)
+		onOutcome(t, c, branch.OutcomeLost, func(o branch.Outcome) { lost <- o })
+	})
+	return run, lost
+}
+
 // TestAWorkerWhoseClaimExpiredCommitsOnAndJournalsOnceItIsWonAgain: Redis
 // down for every replica lets the claim expire with nobody to take it.
 // The journal refuses the worker's writes (nobody holds the claim), yet
@@ -431,14 +439,7 @@ func TestARedisOutageCommitsFromMemoryAndJournalsAgainAfter(t *testing.T) {
 // journals and trims as before.
 func TestAWorkerWhoseClaimExpiredCommitsOnAndJournalsOnceItIsWonAgain(t *testing.T) {
 	r := startJournal(t)
-	_, err := git.CreateBareRepo("expired")
-	require.NoError(t, err)
-	r.claim(t, "expired", "replica-a")
-	lost := make(chan branch.Outcome, 1)
-	run := runWorker(t, "expired", nil, func(c *branch.Config) {
-		journaledBy(t, r.journal, "replica-a")(c)
-		onOutcome(t, c, branch.OutcomeLost, func(o branch.Outcome) { lost <- o })
-	})
+	run, lost := r.claimedWorker(t, "expired", "replica-a")
 	write(t, run.w, branch.Author{}, cm("a", "1"))
 	flush(t, run.w)
 

@@ -50,6 +50,18 @@ func newSpread(t testing.TB, name, redisPrefix string, n int) *spread {
 	rdb := goredis.NewClient(&goredis.Options{Addr: env.redis.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	s := &spread{repo: name, rdb: rdb, claims: &redisstore.Claims{Client: rdb, Prefix: redisPrefix}}
+	// The package's tests and benchmarks share one API server, and every
+	// replica runs every GitTarget it sees: once this spread's replicas
+	// are gone (their cleanup runs first), its GitTargets go too, so the
+	// next spread's replicas share only the next spread's branches.
+	t.Cleanup(func() {
+		for _, m := range s.branches {
+			target := &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: "mirror"}}
+			if err := env.kube.Client().Delete(context.Background(), target); client.IgnoreNotFound(err) != nil {
+				t.Errorf("deleting GitTarget %s/mirror: %v", m.ns, err)
+			}
+		}
+	})
 	for i := range n {
 		m := mirrored{ns: fmt.Sprintf("%s-%d", name, i), branch: fmt.Sprintf("team-%d", i)}
 		m.path = "clusters/" + m.ns
