@@ -81,10 +81,7 @@ func runThroughput(b *testing.B, n, round int) {
 	start := time.Now()
 	last := writeSteadily(b, s)
 	lastWrite := time.Now()
-	for i, m := range s.branches {
-		s.waitInGit(b, c, m, last[i])
-	}
-	caughtUp := time.Now()
+	caughtUp := s.waitAllInGit(b, c, last)
 	b.StopTimer()
 
 	total := 0
@@ -135,6 +132,51 @@ func writeSteadily(b *testing.B, s *spread) []string {
 		require.NoError(b, err, "writing %s", s.branches[i].ns)
 	}
 	return last
+}
+
+// waitAllInGit waits until every branch holds its value in last and
+// returns when the last of them was first seen to. Each look is one
+// for-each-ref, and a file read only for a branch whose head moved, so
+// the look itself stays short however many branches wait (a file read per
+// branch per look would take seconds on a busy machine).
+func (s *spread) waitAllInGit(b *testing.B, c *cluster, last []string) time.Time {
+	heads := map[string]string{}
+	done := make([]bool, len(s.branches))
+	remaining := len(s.branches)
+	var at time.Time
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(patience)
+	for remaining > 0 {
+		look := time.Now()
+		out, err := env.git.Git(s.repo, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/")
+		require.NoError(b, err)
+		current := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if name, sha, ok := strings.Cut(line, " "); ok {
+				current[name] = sha
+			}
+		}
+		for i, m := range s.branches {
+			if done[i] || current[m.branch] == heads[m.branch] {
+				continue
+			}
+			heads[m.branch] = current[m.branch]
+			if s.inGit(m, last[i]) {
+				done[i], at = true, look
+				remaining--
+			}
+		}
+		if remaining == 0 {
+			break
+		}
+		select {
+		case <-deadline:
+			b.Fatalf("%d branches never caught up; %s", remaining, c.logs())
+		case <-tick.C:
+		}
+	}
+	return at
 }
 
 // replicasCPU sums the replicas' process_cpu_seconds_total.
