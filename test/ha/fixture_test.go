@@ -122,9 +122,15 @@ func writeValue(m mirrored, value string) error {
 
 // inGit reports whether m's branch holds the probe ConfigMap with value.
 func (s *spread) inGit(m mirrored, value string) bool {
-	content, err := env.git.ReadFile(s.repo, m.branch, m.path+"/"+m.ns+"/configmaps/probe.yaml")
-	return err == nil && strings.Contains(content, "value: "+value+"\n")
+	content, err := env.git.ReadFile(s.repo, m.branch, m.probeFile())
+	return err == nil && holdsValue(content, value)
 }
+
+// probeFile is where m's branch keeps the probe ConfigMap.
+func (m mirrored) probeFile() string { return m.path + "/" + m.ns + "/configmaps/probe.yaml" }
+
+// holdsValue reports whether a probe file's content has value.
+func holdsValue(content, value string) bool { return strings.Contains(content, "value: "+value+"\n") }
 
 // waitInGit waits until m's branch holds the probe with value.
 func (s *spread) waitInGit(t testing.TB, c *cluster, m mirrored, value string) {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
 )
 
@@ -135,12 +137,11 @@ func writeSteadily(b *testing.B, s *spread) []string {
 }
 
 // waitAllInGit waits until every branch holds its value in last and
-// returns when the last of them was first seen to. Each look is one
-// for-each-ref, and a file read only for a branch whose head moved, so
-// the look itself stays short however many branches wait (a file read per
-// branch per look would take seconds on a busy machine).
+// returns when the last of them was first seen to. The repository is read
+// in process (go-git on the bare repository): a git process per branch per
+// look would itself take seconds on a busy machine, and the figure would
+// be the poller's.
 func (s *spread) waitAllInGit(b *testing.B, c *cluster, last []string) time.Time {
-	heads := map[string]string{}
 	done := make([]bool, len(s.branches))
 	remaining := len(s.branches)
 	var at time.Time
@@ -149,20 +150,10 @@ func (s *spread) waitAllInGit(b *testing.B, c *cluster, last []string) time.Time
 	deadline := time.After(patience)
 	for remaining > 0 {
 		look := time.Now()
-		out, err := env.git.Git(s.repo, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/")
+		repo, err := gogit.PlainOpen(env.git.RepoPath(s.repo))
 		require.NoError(b, err)
-		current := map[string]string{}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			if name, sha, ok := strings.Cut(line, " "); ok {
-				current[name] = sha
-			}
-		}
 		for i, m := range s.branches {
-			if done[i] || current[m.branch] == heads[m.branch] {
-				continue
-			}
-			heads[m.branch] = current[m.branch]
-			if s.inGit(m, last[i]) {
+			if !done[i] && probeHolds(repo, m, last[i]) {
 				done[i], at = true, look
 				remaining--
 			}
@@ -177,6 +168,25 @@ func (s *spread) waitAllInGit(b *testing.B, c *cluster, last []string) time.Time
 		}
 	}
 	return at
+}
+
+// probeHolds reports whether m's branch holds the probe ConfigMap with
+// value (inGit, read in process).
+func probeHolds(repo *gogit.Repository, m mirrored, value string) bool {
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(m.branch), true)
+	if err != nil {
+		return false
+	}
+	commit, err := repo.CommitObject(ref.Hash())
+	if err != nil {
+		return false
+	}
+	file, err := commit.File(m.probeFile())
+	if err != nil {
+		return false
+	}
+	content, err := file.Contents()
+	return err == nil && holdsValue(content, value)
 }
 
 // replicasCPU sums the replicas' process_cpu_seconds_total.
