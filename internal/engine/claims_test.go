@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,11 @@ func TestNotedClaimsJoinTheLocalClaimsAndTellTheRegistrarOnlyOfChanges(t *testin
 	require.Empty(t, e.LocalClaims())
 	e.ForgetTarget(b)
 	require.Equal(t, 4, changes, "a target forgotten twice")
+
+	e.NoteClaims(a, claim("a"))
+	e.RemoveTarget(context.Background(), a) // moved away, or its ClusterProvider gone
+	require.Equal(t, 6, changes)
+	require.Empty(t, e.LocalClaims(), "a removed target's noted claims go with it")
 }
 
 func namespacesOf(claims []rules.Claim) []string {

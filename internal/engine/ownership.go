@@ -150,8 +150,9 @@ func (e *Engine) Release(_ context.Context, key branch.Key, graceful bool) {
 		if entry.spec.Worker == key {
 			stopped = append(stopped, entry)
 			delete(e.targets, t)
-			if entry.source != nil && entry.source.Local {
-				// The next owner runs it: its claims still hold.
+			if _, known := e.branchOf[t]; known && entry.source != nil && entry.source.Local {
+				// The next owner runs it: its claims still hold. A target
+				// forgotten (deleted) meanwhile claims nothing any more.
 				e.elsewhere[t] = entry.spec.Claims
 			}
 		}

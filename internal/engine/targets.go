@@ -237,13 +237,19 @@ func encryptorOf(e *encryption.Encryptor) branch.Encryptor {
 	return e
 }
 
-// RemoveTarget stops mirroring a GitTarget. Its files stay in Git.
+// RemoveTarget stops mirroring a GitTarget, and forgets the claims noted
+// for it (NoteClaims). Its files stay in Git.
 func (e *Engine) RemoveTarget(ctx context.Context, key branch.TargetKey) {
 	e.mu.Lock()
 	entry := e.targets[key]
 	delete(e.targets, key)
+	_, noted := e.elsewhere[key]
+	delete(e.elsewhere, key)
 	e.mu.Unlock()
 	if entry == nil {
+		if noted {
+			e.claimsChanged()
+		}
 		return
 	}
 	entry.mirror.Stop()

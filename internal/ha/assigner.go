@@ -174,6 +174,11 @@ func (o *Assigner) Run(ctx context.Context) error {
 	o.lastRenewed = o.cfg.Clock.Now()
 	tick := o.cfg.Clock.NewTicker(o.cfg.RenewPeriod)
 	defer tick.Stop()
+	if o.cfg.Ping != nil {
+		contactCtx, stopContact := context.WithCancel(ctx)
+		defer stopContact()
+		go o.keepContact(contactCtx)
+	}
 	for {
 		view, changed := o.cfg.Members.Current()
 		o.assign(ctx, view)
@@ -340,8 +345,11 @@ func (o *Assigner) renew(ctx context.Context) {
 		o.cfg.Log.Info("the shared store answers again: claiming the branches run through the outage again")
 	}
 	for _, name := range lost {
-		if won, _, aerr := o.cfg.Claims.TryAcquire(ctx, name, o.cfg.Token, o.cfg.ClaimTTL); aerr == nil && won {
-			continue // it had expired and nobody took it: still ours
+		won, _, aerr := o.cfg.Claims.TryAcquire(ctx, name, o.cfg.Token, o.cfg.ClaimTTL)
+		if aerr != nil || won {
+			// Won back (it had expired and nobody took it), or Redis failed
+			// again: the branch runs on and the next renewal looks again.
+			continue
 		}
 		o.cfg.Log.Info("lost the claim on a branch: stopping it without committing", "branch", name)
 		o.release(ctx, byName[name], false)
@@ -378,6 +386,28 @@ func (o *Assigner) storeFailed(ctx context.Context, err error, owned map[BranchK
 	for k := range owned {
 		o.release(ctx, k, false)
 		o.cfg.Observer.Handover(CauseRedisLost)
+	}
+}
+
+// keepContact pings the store every renew period apart from the loop that
+// assigns and renews, so the contact every Lease renewal publishes stays
+// fresh while a handover keeps that loop busy (a graceful release waits
+// for the worker's last push): the others must not take a busy replica
+// for one cut off from Redis (OthersReachStore).
+func (o *Assigner) keepContact(ctx context.Context) {
+	tick := o.cfg.Clock.NewTicker(o.cfg.RenewPeriod)
+	defer tick.Stop()
+	for {
+		if o.cfg.Ping(ctx) == nil {
+			o.mu.Lock()
+			o.contact = o.cfg.Clock.Now()
+			o.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C():
+		}
 	}
 }
 

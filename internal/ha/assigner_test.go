@@ -478,3 +478,38 @@ func TestATakeLateAfterTheViewStillCountsTheFailover(t *testing.T) {
 		require.GreaterOrEqual(t, d, 15*time.Second)
 	}
 }
+
+// The store contact a Lease renewal publishes is refreshed apart from the
+// assign loop: a handover that keeps the loop busy (here a release that
+// does not return) must not make this replica look cut off from Redis to
+// the others.
+func TestTheStoreContactStaysFreshWhileAHandoverBlocksTheLoop(t *testing.T) {
+	keys := []BranchKey{{ProviderNamespace: "ns", Provider: "p", Branch: "b0"}, {ProviderNamespace: "ns", Provider: "p", Branch: "b1"},
+		{ProviderNamespace: "ns", Provider: "p", Branch: "b2"}, {ProviderNamespace: "ns", Provider: "p", Branch: "b3"}}
+	moved := firstBranchOf(t, keys, "b", "a", "b")
+	members := newFakeMembers("a", "a")
+	claims := &fakeClaims{holders: map[string]string{}}
+	// No room for events: the first take fills it and every later event,
+	// the release included, blocks the assign loop until read.
+	host := &fakeHost{branches: []BranchKey{moved}, events: make(chan string, 1)}
+	clk := clocktesting.NewFakeClock(time.Now())
+	a, cancel, done := startAssigner(t, members, claims, host, clk)
+	defer func() {
+		cancel()
+		for { // unblock the loop, then let it hand over
+			select {
+			case <-done:
+				return
+			case <-host.events:
+			}
+		}
+	}()
+	require.Eventually(t, func() bool { return a.Owns(moved) }, 5*time.Second, time.Millisecond)
+	members.publish("a", "b") // the loop blocks releasing moved
+
+	for range 3 {
+		clk.Step(2 * time.Second)
+		require.Eventually(t, func() bool { return a.StoreContact().Equal(clk.Now()) }, 5*time.Second, time.Millisecond,
+			"the contact follows the clock while the loop is blocked")
+	}
+}

@@ -21,8 +21,8 @@ func TestTheAssignerTriesALostClaimAgainWhenItRunsOut(t *testing.T) {
 	a, cancel, done := startAssigner(t, members, claims, host, clk)
 	defer func() { cancel(); <-done }()
 
-	// The renew ticker and the retry timer.
-	require.Eventually(t, func() bool { return clk.Waiters() == 2 }, 5*time.Second, time.Millisecond,
+	// The renew ticker, the store-contact ticker and the retry timer.
+	require.Eventually(t, func() bool { return clk.Waiters() == 3 }, 5*time.Second, time.Millisecond,
 		"a retry is set for when the claim runs out")
 	require.False(t, a.Owns(k))
 	_, err := claims.Release(context.Background(), k.String(), "b-1") // it ran out
