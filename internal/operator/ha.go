@@ -99,7 +99,7 @@ func setupHA(ctx context.Context, mgr ctrl.Manager, o Options, redis *redisSetup
 	assigner, err = ha.NewAssigner(ha.AssignerConfig{Members: members, Host: host, Token: token,
 		Claims:   &redisstore.Claims{Client: redis.client, Prefix: o.Redis.Prefix()},
 		Ping:     func(ctx context.Context) error { return redis.client.Ping(ctx).Err() },
-		Drop:     journal.Drop,
+		Drop:     journal.DropSettled,
 		Observer: hm, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("HA assignment: %w", err)

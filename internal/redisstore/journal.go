@@ -255,6 +255,37 @@ func (j *Journal) Drop(ctx context.Context, branch, token string) error {
 	return nil
 }
 
+// dropSettledScript deletes the journal only when it holds no entry,
+// fenced like the others; it answers the depth it refused at.
+var dropSettledScript = goredis.NewScript(fenceLua + `
+local depth = redis.call('XLEN', KEYS[2])
+if depth > 0 then
+  return depth
+end
+redis.call('DEL', KEYS[2])
+return 0
+`)
+
+// ErrJournalUnsettled is DropSettled's answer for a journal that still
+// holds entries: writes whose commit did not go through.
+var ErrJournalUnsettled = errors.New("the journal still holds writes not in Git")
+
+// DropSettled deletes branch's journal while token holds the claim, only
+// when every entry was trimmed (every accepted write is in Git): a branch
+// no GitTarget writes any more whose last commit failed keeps what it
+// journaled (ErrJournalUnsettled) rather than losing it.
+func (j *Journal) DropSettled(ctx context.Context, branch, token string) error {
+	keys := []string{claimKey(j.Prefix, branch), journalKey(j.Prefix, branch)}
+	depth, err := dropSettledScript.Run(ctx, j.Client, keys, token).Int64()
+	if err != nil {
+		return fmt.Errorf("dropping the journal of branch %s: %w", branch, scriptError(err))
+	}
+	if depth > 0 {
+		return fmt.Errorf("dropping the journal of branch %s, which holds %d entries: %w", branch, depth, ErrJournalUnsettled)
+	}
+	return nil
+}
+
 // Read returns branch's journal, oldest first, fetching Page entries a
 // round trip so a deep journal does not come back as one reply. It is not
 // fenced: a new owner reads before it writes, once it holds the claim.

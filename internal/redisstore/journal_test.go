@@ -132,6 +132,24 @@ func TestJournalTrimRemovesUpToACommittedEntryAndStrayCommittedOnes(t *testing.T
 	requireJournal(t, journal, []string{}, "dropped")
 }
 
+func TestJournalDropSettledKeepsAJournalThatStillHoldsWrites(t *testing.T) {
+	journal, _ := ownedJournal(t)
+	ctx := context.Background()
+	ids, err := journal.Append(ctx, mainBranch, owner, entries(2, "write %d"), nil)
+	require.NoError(t, err)
+
+	require.ErrorIs(t, journal.DropSettled(ctx, mainBranch, owner), redisstore.ErrJournalUnsettled)
+	requireJournal(t, journal, []string{"write 0", "write 1"}, "kept: its writes are not in Git")
+	require.ErrorIs(t, journal.DropSettled(ctx, mainBranch, "replica-b"), redisstore.ErrNotOwner)
+
+	_, err = journal.Trim(ctx, mainBranch, owner, ids[1])
+	require.NoError(t, err)
+	require.NoError(t, journal.DropSettled(ctx, mainBranch, owner))
+	n, err := journal.Stats(ctx, mainBranch)
+	require.NoError(t, err)
+	require.Zero(t, n.Depth)
+}
+
 func TestJournalReadKeepsTheOrderAcrossPagesAndBatches(t *testing.T) {
 	journal, _ := ownedJournal(t)
 	ctx := context.Background()
