@@ -136,6 +136,38 @@ type CommitRequest struct {
 	Changes []gitfile.Change
 	// Signer, when set, signs the commit.
 	Signer Signer
+	// MergeParent, when set (ExpectedHead must be set too), makes the
+	// commit a merge: its first parent is ExpectedHead, its second
+	// MergeParent, and its tree is MergeParent's tree with Changes applied
+	// (each change's base blob is the one MergeParent's tree holds). The
+	// branch still moves only if it points at ExpectedHead, which is an
+	// ancestor of the new commit: a fast-forward, never a rewrite. It is how
+	// pull-request mode starts its head branch afresh from a base that moved
+	// (or took a merged pull request) without a force-push. A forge that
+	// cannot make such a commit (MergeCommitter) refuses the request with
+	// an error wrapping ErrMergeParentUnsupported before writing anything.
+	// In a chain only reqs[0] may carry it.
+	MergeParent string
+}
+
+// ErrMergeParentUnsupported is wrapped by the error of a forge asked for a
+// commit with a MergeParent it cannot make (its API makes commits of one
+// parent only).
+var ErrMergeParentUnsupported = errors.New("this forge cannot make a commit with a second parent")
+
+// MergeCommitter is implemented by forges that can make a commit with a
+// second parent (CommitRequest.MergeParent).
+type MergeCommitter interface {
+	// CommitsMergeParent is false when the forge, as configured, cannot
+	// (Gitea when its commits go through the contents API, not a push).
+	CommitsMergeParent() bool
+}
+
+// CommitsMergeParent says whether f makes commits with a second parent. A
+// forge that does not say is assumed not to.
+func CommitsMergeParent(f Forge) bool {
+	m, ok := f.(MergeCommitter)
+	return ok && m.CommitsMergeParent()
 }
 
 // CommitResult is a commit that the branch now points at.

@@ -47,7 +47,24 @@ type PullRequest struct {
 	HeadCommit string
 	Title      string
 	Body       string
+	// Mergeable is what the forge last computed of merging the head into
+	// the base: MergeUnknown while it computes (GitHub's mergeable null),
+	// MergeConflicting when the base moved and conflicts with the head.
+	Mergeable MergeState
 }
+
+// MergeState is whether a pull request's head merges into its base.
+type MergeState string
+
+const (
+	// MergeUnknown: the forge has not computed it (yet), or does not say.
+	MergeUnknown MergeState = ""
+	// MergeClean: the head merges into the base without conflicts.
+	MergeClean MergeState = "clean"
+	// MergeConflicting: the head and the base conflict; the pull request
+	// cannot be merged until the head is updated.
+	MergeConflicting MergeState = "conflicting"
+)
 
 // PullRequestOptions are the pull request to open, or the new title and
 // body of an open one.
@@ -114,4 +131,12 @@ type BaseMerger interface {
 	//   - ErrMergeConflict: the base does not merge into the head without
 	//     conflicts; nothing changed. Rebuild the head on the new base.
 	MergeBaseIntoHead(ctx context.Context, number int64, expectedHead string) error
+}
+
+// FileLinker is implemented by forges with a web UI that shows a file of a
+// branch, for the links of a pull request's body.
+type FileLinker interface {
+	// FileURL is the web page of path (relative to the repository root) on
+	// branch, built without a request.
+	FileURL(branch, path string) string
 }

@@ -43,6 +43,11 @@ const (
 	// committed nothing since and stops; the engine drops it, stops the
 	// branch's targets here, and leaves the branch to its new owner.
 	OutcomeLost OutcomeKind = "Lost"
+	// OutcomePullRequest: in pull-request mode, where Target's pull request
+	// stands (PullRequest), after each step the worker took on it. With
+	// Rebuild, the head starts afresh from the base, and Target's path must
+	// be written again from the cluster: the engine replays its streams.
+	OutcomePullRequest OutcomeKind = "PullRequest"
 )
 
 // Outcome is one thing that ended; Kind says which fields it sets. The
@@ -71,6 +76,9 @@ type Outcome struct {
 	// Head is the branch head an OutcomeSettled's writes are in, "" when
 	// the worker does not know it.
 	Head string
+	// PullRequest and Rebuild describe an OutcomePullRequest.
+	PullRequest *PullRequestInfo
+	Rebuild     bool
 	// reply answers the caller of WhenSettled or Flush (Answer); the core
 	// never sets it, so its state stays plain data.
 	reply func(Outcome)

@@ -56,6 +56,11 @@ type Config struct {
 	// the rest (tests of the worker alone).
 	Outcomes chan<- Outcome
 
+	// PullRequest, when set, turns on pull-request mode: Key.Branch is the
+	// head branch, started from PullRequest.Base, and the worker keeps one
+	// open pull request from it into the base (issue 25). Nil: direct mode.
+	PullRequest *PullRequestSettings
+
 	// Journal, when set, makes the worker journal what its core accepts
 	// (issue 24): it restores the branch's journal before taking events,
 	// appends the records of what it takes before any commit runs, trims
