@@ -73,7 +73,7 @@ type AssignerConfig struct {
 	// sends nothing); nil skips it.
 	Ping func(ctx context.Context) error
 	// Drop deletes the journal of a branch no GitTarget writes any more,
-	// while token still holds its claim (redisstore.Journal.Drop); nil
+	// while token still holds its claim (redisstore.Journal.DropSettled); nil
 	// leaves it.
 	Drop     func(ctx context.Context, branch, token string) error
 	Clock    clock.WithTicker

@@ -121,11 +121,6 @@ end
 return removed
 `)
 
-// dropScript deletes the whole journal, fenced like the others.
-var dropScript = goredis.NewScript(fenceLua + `
-return redis.call('DEL', KEYS[2])
-`)
-
 // Append adds entries to branch's journal and stores cursors, atomically
 // and only while token holds the branch's claim, and returns the entries'
 // IDs in order. A cursor is therefore never stored ahead of the writes it
@@ -243,16 +238,6 @@ func nextID(id string) (string, error) {
 		return strconv.FormatUint(m+1, 10) + "-0", nil
 	}
 	return ms + "-" + strconv.FormatUint(s+1, 10), nil
-}
-
-// Drop deletes branch's whole journal while token holds the claim: the
-// branch is gone (its GitProvider or last GitTarget removed).
-func (j *Journal) Drop(ctx context.Context, branch, token string) error {
-	keys := []string{claimKey(j.Prefix, branch), journalKey(j.Prefix, branch)}
-	if err := dropScript.Run(ctx, j.Client, keys, token).Err(); err != nil {
-		return fmt.Errorf("dropping the journal of branch %s: %w", branch, scriptError(err))
-	}
-	return nil
 }
 
 // dropSettledScript deletes the journal only when it holds no entry,

@@ -99,7 +99,7 @@ func TestJournalWritesOfANonOwnerAreRefusedAndChangeNothing(t *testing.T) {
 	require.ErrorIs(t, err, redisstore.ErrNotOwner)
 	_, err = journal.Trim(ctx, mainBranch, "replica-b", ids[1])
 	require.ErrorIs(t, err, redisstore.ErrNotOwner)
-	require.ErrorIs(t, journal.Drop(ctx, mainBranch, "replica-b"), redisstore.ErrNotOwner)
+	require.ErrorIs(t, journal.DropSettled(ctx, mainBranch, "replica-b"), redisstore.ErrNotOwner)
 	_, err = journal.Append(ctx, "team/github@unclaimed", owner, entries(1, "write %d"), nil)
 	require.ErrorIs(t, err, redisstore.ErrNotOwner, "a branch nobody claims is nobody's to write")
 	require.ErrorIs(t, err, redisstore.ErrClaimExpired, "and says nobody holds it")
@@ -128,7 +128,9 @@ func TestJournalTrimRemovesUpToACommittedEntryAndStrayCommittedOnes(t *testing.T
 	require.EqualValues(t, 2, removed)
 	requireJournal(t, journal, []string{"write 3", "write 5"}, "the stray IDs")
 
-	require.NoError(t, journal.Drop(ctx, mainBranch, owner))
+	_, err = journal.Trim(ctx, mainBranch, owner, ids[5])
+	require.NoError(t, err)
+	require.NoError(t, journal.DropSettled(ctx, mainBranch, owner))
 	requireJournal(t, journal, []string{}, "dropped")
 }
 
