@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -337,13 +336,4 @@ func (s messageSigner) Sign(w io.Writer, r io.Reader) error {
 	}
 	_, err = w.Write(signature)
 	return err
-}
-
-// escapePath escapes each segment of a repository path for a URL.
-func escapePath(filePath string) string {
-	segments := strings.Split(filePath, "/")
-	for i, segment := range segments {
-		segments[i] = url.PathEscape(segment)
-	}
-	return strings.Join(segments, "/")
 }
