@@ -14,7 +14,8 @@ import (
 // (gitobjects.MergeFiles): the first full answer after the head or the
 // base moved is null and starts it, the next one carries its result
 // (true, mergeable_state "clean"; false, "dirty"), one of the schedules
-// the documentation allows. A merged or closed pull request answers null.
+// the documentation allows (WithMergeableAtOnce: the other, where the job
+// is done before the first answer). A merged or closed pull request answers null.
 // Only the full pull request (get, create, update) carries the attribute:
 // the list answers "pull-request-simple", which has none.
 type mergeability struct {
@@ -36,7 +37,9 @@ func (s *Server) fullPullResponse(repo *repository, pr *pullRequest) pullJSON {
 		// answer on.
 		_, conflicts, err := repo.MergeCommits(base, head)
 		*m = mergeability{computed: err == nil, head: head, base: base, clean: len(conflicts) == 0}
-		return out
+		if !s.config.mergeableAtOnce || !m.computed {
+			return out
+		}
 	}
 	out.Mergeable = new(m.clean)
 	out.MergeableState = "dirty"

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	simgithub "github.com/configbutler/gitops-reverser/test/sim/github"
 )
 
 // TestPullRequestStatusesFollowTheDocs checks the statuses and bodies of
@@ -118,4 +120,23 @@ func TestMergeableIsNullUntilTheJobRan(t *testing.T) {
 	call(t, s, "GET", "/repos/o/r/pulls/1", auth, nil)
 	_, body = call(t, s, "GET", "/repos/o/r/pulls/1", auth, nil)
 	require.Equal(t, true, body["mergeable"], "the head has the base now")
+}
+
+// TestMergeableAtOnce: with the job done before the first answer, the
+// pull request is never null while it is open.
+func TestMergeableAtOnce(t *testing.T) {
+	s := start(t, simgithub.WithMergeableAtOnce())
+	auth := "token " + token
+	require.NoError(t, s.CreateRepo("o", "r", map[string]string{"a.yaml": "a: 1\n"}))
+	main, err := s.HeadCommit("o", "r", "main")
+	require.NoError(t, err)
+	call(t, s, "POST", "/repos/o/r/git/refs", auth, map[string]any{"ref": "refs/heads/head", "sha": main.SHA})
+	_, err = s.Commit("o", "r", "head", map[string]string{"a.yaml": "a: head\n"}, "head")
+	require.NoError(t, err)
+	_, body := call(t, s, "POST", "/repos/o/r/pulls", auth, map[string]any{"title": "t", "head": "o:head", "base": "main"})
+	require.Equal(t, true, body["mergeable"])
+	_, err = s.Commit("o", "r", "main", map[string]string{"a.yaml": "a: main\n"}, "main changes the head's file")
+	require.NoError(t, err)
+	_, body = call(t, s, "GET", "/repos/o/r/pulls/1", auth, nil)
+	require.Equal(t, false, body["mergeable"])
 }
