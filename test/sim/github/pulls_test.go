@@ -76,14 +76,7 @@ func TestPullRequestStatusesFollowTheDocs(t *testing.T) {
 func TestMergeableIsNullUntilTheJobRan(t *testing.T) {
 	s := start(t)
 	auth := "token " + token
-	require.NoError(t, s.CreateRepo("o", "r", map[string]string{"a.yaml": "a: 1\n"}))
-	main, err := s.HeadCommit("o", "r", "main")
-	require.NoError(t, err)
-	resp, _ := call(t, s, "POST", "/repos/o/r/git/refs", auth, map[string]any{"ref": "refs/heads/head", "sha": main.SHA})
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
-	head, err := s.Commit("o", "r", "head", map[string]string{"a.yaml": "a: head\n"}, "head")
-	require.NoError(t, err)
-	_, body := call(t, s, "POST", "/repos/o/r/pulls", auth, map[string]any{"title": "t", "head": "o:head", "base": "main"})
+	head, body := openConflictProneRequest(t, s)
 	require.Nil(t, body["mergeable"], "the job starts")
 	_, body = call(t, s, "GET", "/repos/o/r/pulls/1", auth, nil)
 	require.Equal(t, true, body["mergeable"])
@@ -127,16 +120,29 @@ func TestMergeableIsNullUntilTheJobRan(t *testing.T) {
 func TestMergeableAtOnce(t *testing.T) {
 	s := start(t, simgithub.WithMergeableAtOnce())
 	auth := "token " + token
-	require.NoError(t, s.CreateRepo("o", "r", map[string]string{"a.yaml": "a: 1\n"}))
-	main, err := s.HeadCommit("o", "r", "main")
-	require.NoError(t, err)
-	call(t, s, "POST", "/repos/o/r/git/refs", auth, map[string]any{"ref": "refs/heads/head", "sha": main.SHA})
-	_, err = s.Commit("o", "r", "head", map[string]string{"a.yaml": "a: head\n"}, "head")
-	require.NoError(t, err)
-	_, body := call(t, s, "POST", "/repos/o/r/pulls", auth, map[string]any{"title": "t", "head": "o:head", "base": "main"})
+	_, body := openConflictProneRequest(t, s)
 	require.Equal(t, true, body["mergeable"])
-	_, err = s.Commit("o", "r", "main", map[string]string{"a.yaml": "a: main\n"}, "main changes the head's file")
+	_, err := s.Commit("o", "r", "main", map[string]string{"a.yaml": "a: main\n"}, "main changes the head's file")
 	require.NoError(t, err)
 	_, body = call(t, s, "GET", "/repos/o/r/pulls/1", auth, nil)
 	require.Equal(t, false, body["mergeable"])
+}
+
+// openConflictProneRequest makes repository o/r whose branch head changes
+// a.yaml, the file main's next commit may change too, opens pull request
+// #1 from it into main, and returns the head commit and the create's
+// answer.
+func openConflictProneRequest(t *testing.T, s *simgithub.Server) (string, map[string]any) {
+	t.Helper()
+	auth := "token " + token
+	require.NoError(t, s.CreateRepo("o", "r", map[string]string{"a.yaml": "a: 1\n"}))
+	main, err := s.HeadCommit("o", "r", "main")
+	require.NoError(t, err)
+	resp, _ := call(t, s, "POST", "/repos/o/r/git/refs", auth, map[string]any{"ref": "refs/heads/head", "sha": main.SHA})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	head, err := s.Commit("o", "r", "head", map[string]string{"a.yaml": "a: head\n"}, "head")
+	require.NoError(t, err)
+	resp, body := call(t, s, "POST", "/repos/o/r/pulls", auth, map[string]any{"title": "t", "head": "o:head", "base": "main"})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	return head, body
 }
