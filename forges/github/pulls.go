@@ -27,6 +27,7 @@ import (
 var (
 	_ forges.PullRequester = (*Client)(nil)
 	_ forges.BaseMerger    = (*Client)(nil)
+	_ forges.FileLinker    = (*Client)(nil)
 )
 
 // FindPullRequest lists the open pull requests with head
@@ -126,6 +127,16 @@ func (c *Client) PullRequestURL(number int64) string {
 	return fmt.Sprintf("%s/%s/%s/pull/%d", c.webURL, c.owner, c.repo, number)
 }
 
+// FileURL is the file's page on the branch,
+// {web}/{owner}/{repo}/blob/{branch}/{path}: the URL GitHub's web UI
+// serves a file of a branch at (the html_url "Get repository content"
+// returns, https://docs.github.com/rest/repos/contents#get-repository-content,
+// has this form). Each segment of the branch and the path is escaped.
+func (c *Client) FileURL(branch, filePath string) string {
+	return fmt.Sprintf("%s/%s/%s/blob/%s/%s", c.webURL, c.owner, c.repo,
+		forges.EscapePathSegments(branch), forges.EscapePathSegments(filePath))
+}
+
 // MergeBaseIntoHead is "Update a pull request branch" (PUT
 // pulls/{n}/update-branch) with expected_head_sha: "If the expected SHA
 // does not match the pull request's HEAD, you will receive a 422"
@@ -160,7 +171,12 @@ func (c *Client) MergeBaseIntoHead(ctx context.Context, number int64, expectedHe
 }
 
 // pullRequestOf maps go-github's pull request. The list endpoint leaves
-// "merged" out; merged_at says it there.
+// "merged" out; merged_at says it there. mergeable is true, false, or null
+// while GitHub computes it: "If the value is null, then GitHub has started
+// a background job to compute the mergeability. After giving the job time
+// to complete, resubmit the request" ("Get a pull request",
+// https://docs.github.com/rest/pulls/pulls#get-a-pull-request); the list
+// leaves it out (MergeUnknown).
 func pullRequestOf(pull *github.PullRequest) forges.PullRequest {
 	state := forges.PullRequestClosed
 	switch {
@@ -172,6 +188,18 @@ func pullRequestOf(pull *github.PullRequest) forges.PullRequest {
 	return forges.PullRequest{
 		Number: int64(pull.GetNumber()), URL: pull.GetHTMLURL(), State: state,
 		Head: pull.GetHead().GetRef(), Base: pull.GetBase().GetRef(), HeadCommit: pull.GetHead().GetSHA(),
-		Title: pull.GetTitle(), Body: pull.GetBody(),
+		Title: pull.GetTitle(), Body: pull.GetBody(), Mergeable: mergeStateOf(pull.Mergeable),
 	}
+}
+
+// mergeStateOf reads GitHub's mergeable: true clean, false conflicting,
+// null (or absent) unknown.
+func mergeStateOf(mergeable *bool) forges.MergeState {
+	switch {
+	case mergeable == nil:
+		return forges.MergeUnknown
+	case *mergeable:
+		return forges.MergeClean
+	}
+	return forges.MergeConflicting
 }

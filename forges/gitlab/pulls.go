@@ -32,7 +32,10 @@ import (
 // whose guards are the ones Commit documents (the head check and
 // last_commit_id per file).
 
-var _ forges.PullRequester = (*Client)(nil)
+var (
+	_ forges.PullRequester = (*Client)(nil)
+	_ forges.FileLinker    = (*Client)(nil)
+)
 
 // FindPullRequest lists the opened merge requests with source_branch head
 // and target_branch base (GET merge_requests?state=opened&source_branch=
@@ -104,6 +107,19 @@ func (c *Client) PullRequestURL(number int64) string {
 	return c.projectWebURL + "/-/merge_requests/" + strconv.FormatInt(number, 10)
 }
 
+// FileURL is the file's page on the branch,
+// {web}/{project}/-/blob/{branch}/{path}: where GitLab's web UI shows a
+// file of a ref (the files API returns no web URL; this is the form its
+// repository browser links, as gitlab-org/gitlab#232924 quotes it), each
+// segment escaped; "" when the project was given by id, as for
+// PullRequestURL.
+func (c *Client) FileURL(branch, filePath string) string {
+	if c.projectWebURL == "" {
+		return ""
+	}
+	return c.projectWebURL + "/-/blob/" + forges.EscapePathSegments(branch) + "/" + forges.EscapePathSegments(filePath)
+}
+
 // pullRequestOf maps a merge request. "locked" is GitLab's state while a
 // merge is in progress: not merged yet, so still open.
 func pullRequestOf(mr *gl.BasicMergeRequest) forges.PullRequest {
@@ -116,6 +132,26 @@ func pullRequestOf(mr *gl.BasicMergeRequest) forges.PullRequest {
 	}
 	return forges.PullRequest{
 		Number: mr.IID, URL: mr.WebURL, State: state, Head: mr.SourceBranch, Base: mr.TargetBranch,
-		HeadCommit: mr.SHA, Title: mr.Title, Body: mr.Description,
+		HeadCommit: mr.SHA, Title: mr.Title, Body: mr.Description, Mergeable: mergeStateOf(mr),
 	}
+}
+
+// mergeStateOf reads detailed_merge_status ("conflict: There are conflicts
+// between the source and target branches"; "checking" and "unchecked"
+// while Git has not tested the merge yet; the other values are reasons
+// other than conflicts, such as approvals or pipelines) and has_conflicts
+// (https://docs.gitlab.com/api/merge_requests/#merge-status). A merge
+// request that is not open has nothing to merge: MergeUnknown.
+func mergeStateOf(mr *gl.BasicMergeRequest) forges.MergeState {
+	switch {
+	case mr.State != "opened":
+		return forges.MergeUnknown
+	case mr.HasConflicts || mr.DetailedMergeStatus == "conflict":
+		return forges.MergeConflicting
+	}
+	switch mr.DetailedMergeStatus {
+	case "", "unchecked", "checking", "preparing", "approvals_syncing":
+		return forges.MergeUnknown
+	}
+	return forges.MergeClean
 }
