@@ -93,7 +93,7 @@ func (w *Worker) commitRequest(win *window, plan *windowPlan) (forges.CommitRequ
 	return forges.CommitRequest{
 		Branch:       w.cfg.Key.Branch,
 		ExpectedHead: w.state.head,
-		BaseHead:     w.state.base, // set only while the branch does not exist: the commit creates it there
+		BaseHead:     w.state.base,  // set only while the branch does not exist: the commit creates it there
 		MergeParent:  w.state.fresh, // pull-request mode starting afresh from the base
 		Message:      msg,
 		Author:       forges.Signature{Name: author.Name, Email: author.Email, When: now},
