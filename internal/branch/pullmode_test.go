@@ -327,3 +327,66 @@ func TestAForgeWithoutPullRequestsPushesTheHeadBranchOnly(t *testing.T) {
 	_, again := r.last()
 	require.False(t, again, "said once")
 }
+
+func TestABaseMovedWithoutAConflictLeavesTheHeadAlone(t *testing.T) {
+	sim := startGitHubSim(t)
+	repo := newGHRepo(t, sim)
+	r := startPR(t, repo.client, repo.name)
+	r.change(t, cm("a", "1"))
+	headBefore, err := sim.HeadCommit(ghOwner, repo.name, prHead)
+	require.NoError(t, err)
+	_, err = sim.Commit(ghOwner, repo.name, prBase, map[string]string{prOutside: "base 2\n"}, "someone else")
+	require.NoError(t, err)
+
+	before := len(sim.Requests())
+	o := r.change(t, cm("b", "1"))
+	require.False(t, o.Rebuild)
+	require.False(t, o.PullRequest.Conflict)
+	for _, req := range sim.Requests()[before:] {
+		require.NotContains(t, req.Path, "update-branch", "update only on conflict")
+	}
+	head, err := sim.HeadCommit(ghOwner, repo.name, prHead)
+	require.NoError(t, err)
+	require.Equal(t, []string{headBefore.SHA}, head.Parents, "the worker's commit on its own head, nothing merged in")
+	require.Equal(t, "base 1\n", repo.file(t, prHead, prOutside))
+}
+
+// TestABaseThatConflictsIsRebuiltOnGitHub: someone changes a mirrored
+// file on the base. GitHub's update-branch refuses the merge (a
+// conflict), so the head is rebuilt on the base: a merge commit whose tree
+// is the base's with the cluster's state written over it.
+func TestABaseThatConflictsIsRebuiltOnGitHub(t *testing.T) {
+	sim := startGitHubSim(t)
+	repo := newGHRepo(t, sim)
+	r := startPR(t, repo.client, repo.name)
+	r.change(t, cm("a", "1"))
+	_, err := sim.Commit(ghOwner, repo.name, prBase, map[string]string{
+		"mirror/team/configmaps/a.yaml": "someone else's\n", prOutside: "base 2\n"}, "someone else")
+	require.NoError(t, err)
+
+	o := r.change(t, cm("b", "1"))
+	if !o.Rebuild {
+		pr, err := repo.client.PullRequest(context.Background(), o.PullRequest.Number)
+		require.NoError(t, err)
+		if pr.Mergeable == forges.MergeUnknown {
+			t.Skip("the simulator does not report mergeable (pr-forge adds it)")
+		}
+	}
+	require.True(t, o.Rebuild, "a conflict GitHub cannot merge: rebuilt")
+	number := o.PullRequest.Number
+	o = r.rebuild(t, o, cm("a", "1"), cm("b", "1"))
+	require.Equal(t, number, o.PullRequest.Number, "the same pull request")
+	require.False(t, o.PullRequest.Conflict)
+	base, err := sim.HeadCommit(ghOwner, repo.name, prBase)
+	require.NoError(t, err)
+	head, err := sim.HeadCommit(ghOwner, repo.name, prHead)
+	require.NoError(t, err)
+	require.Contains(t, head.Parents, base.SHA, "the base is a parent of the rebuilt head: a fast-forward, no force-push")
+	require.Equal(t, "base 2\n", repo.file(t, prHead, prOutside))
+	require.Contains(t, repo.file(t, prHead, "mirror/team/configmaps/a.yaml"), `v: "1"`, "the cluster's state")
+	open := repo.pulls(t, "open")
+	require.Len(t, open, 1)
+	require.Contains(t, open[0].GetBody(), "rebuilt on the base", "the pull request says what happened")
+	repo.merge(t, number)
+	require.Equal(t, "base 2\n", repo.file(t, prBase, prOutside))
+}
