@@ -59,6 +59,15 @@ func startPR(t *testing.T, forge forges.Forge, name string) *prRig {
 	return r
 }
 
+// flush waits for the update, longer than flush: a real Gitea on a
+// loaded machine takes seconds per request.
+func (r *prRig) flush(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	require.NoError(t, r.w.Flush(ctx, target))
+}
+
 func (r *prRig) stop() {
 	r.cancel()
 	<-r.done
@@ -84,7 +93,7 @@ func (r *prRig) change(t *testing.T, writes ...branch.Write) branch.Outcome {
 	for _, wr := range writes {
 		write(t, r.w, branch.Author{}, wr)
 	}
-	flush(t, r.w)
+	r.flush(t)
 	o, ok := r.last()
 	require.True(t, ok, "an update that committed tells the pull request's state")
 	return o
@@ -103,7 +112,7 @@ func (r *prRig) rebuild(t *testing.T, asked branch.Outcome, cluster ...branch.Wr
 	}
 	require.NoError(t, r.w.Sync(context.Background(), target,
 		&branch.Sweep{Scope: manifest.SweepScope{Kind: "ConfigMap", Namespace: "team"}, Present: present}, true))
-	flush(t, r.w)
+	r.flush(t)
 	if o, ok := r.last(); ok {
 		return o
 	}
