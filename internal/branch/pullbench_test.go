@@ -3,7 +3,9 @@ package branch
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,9 +13,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	forgegitea "github.com/configbutler/gitops-reverser/forges/gitea"
 	forgegithub "github.com/configbutler/gitops-reverser/forges/github"
 	forgegitlab "github.com/configbutler/gitops-reverser/forges/gitlab"
+	"github.com/configbutler/gitops-reverser/forges/gogit"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
+	"github.com/configbutler/gitops-reverser/test/harness"
 	simgithub "github.com/configbutler/gitops-reverser/test/sim/github"
 	simgitlab "github.com/configbutler/gitops-reverser/test/sim/gitlab"
 )
@@ -46,13 +51,11 @@ func githubSteady(b *testing.B, clock *clocktesting.FakeClock) steadyForge {
 	}
 	return steadyForge{forge: client, requests: sim.RequestCount,
 		pullRequests: func() int {
-			n := 0
+			var paths []string
 			for _, r := range sim.Requests() {
-				if strings.Contains(r.Path, "/pulls") {
-					n++
-				}
+				paths = append(paths, r.Path)
 			}
-			return n
+			return containing(paths, "/pulls")
 		},
 		head: func(branch string) (string, string) {
 			c, err := sim.HeadCommit("configbutler", "steady", branch)
@@ -76,13 +79,11 @@ func gitlabSteady(b *testing.B, _ *clocktesting.FakeClock) steadyForge {
 	}
 	return steadyForge{forge: client, requests: func() int { return len(server.Requests()) },
 		pullRequests: func() int {
-			n := 0
+			var paths []string
 			for _, r := range server.Requests() {
-				if strings.Contains(r.Path, "/merge_requests") {
-					n++
-				}
+				paths = append(paths, r.Path)
 			}
-			return n
+			return containing(paths, "/merge_requests")
 		},
 		head: func(branch string) (string, string) {
 			c, ok := server.HeadCommit("g/steady", branch)
@@ -91,6 +92,17 @@ func gitlabSteady(b *testing.B, _ *clocktesting.FakeClock) steadyForge {
 			}
 			return c.ID, ""
 		}}
+}
+
+// containing counts the paths that contain part.
+func containing(paths []string, part string) int {
+	n := 0
+	for _, p := range paths {
+		if strings.Contains(p, part) {
+			n++
+		}
+	}
+	return n
 }
 
 // steadyResult is what an hour of steady changes cost.
@@ -190,4 +202,84 @@ func BenchmarkPullRequestModeSteady(b *testing.B) {
 			})
 		}
 	}
+}
+
+// countingTransport counts the requests it carries, and those on pull
+// requests.
+type countingTransport struct {
+	next       http.RoundTripper
+	all, pulls atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.all.Add(1)
+	if strings.Contains(r.URL.Path, "/pulls") {
+		c.pulls.Add(1)
+	}
+	return c.next.RoundTrip(r)
+}
+
+// BenchmarkPullRequestUpdateOnGitea: ten updates of an open pull request
+// on a real Gitea (test/harness), the commits pushed over git as the
+// operator configures Gitea. Reported: API requests per update beside the
+// push, and pull request requests per update.
+func BenchmarkPullRequestUpdateOnGitea(b *testing.B) {
+	server, err := harness.StartGitea(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(server.Stop)
+	var apiPerUpdate, pullsPerUpdate float64
+	for b.Loop() {
+		apiPerUpdate, pullsPerUpdate = giteaUpdates(b, server)
+	}
+	b.ReportMetric(apiPerUpdate, "api-requests/update")
+	b.ReportMetric(pullsPerUpdate, "pr-requests/update")
+}
+
+func giteaUpdates(b *testing.B, server *harness.Gitea) (apiPerUpdate, pullsPerUpdate float64) {
+	created, err := server.CreateRepo(fmt.Sprintf("bench-%d", time.Now().UnixNano()), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	counter := &countingTransport{next: http.DefaultTransport}
+	opts := forgegitea.Options{BaseURL: server.URL(), Owner: server.AdminUser(), Repo: created.Name, Token: server.Token(),
+		HTTPClient: &http.Client{Transport: counter, Timeout: time.Minute}}
+	cloneURL, err := forgegitea.CloneURL(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if opts.Pusher, err = gogit.New(gogit.Options{URL: cloneURL, Auth: gogit.BasicAuth{Username: "git", Password: server.Token()}}); err != nil {
+		b.Fatal(err)
+	}
+	client, err := forgegitea.New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := New(Config{Key: Key{Branch: "gitops-reverser/bench"}, Forge: client, CommitWindow: time.Hour, Log: logr.Discard(),
+		PullRequest: &PullRequestSettings{Base: created.DefaultBranch}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	key := TargetKey{Namespace: "team", Name: "bench"}
+	if err := w.SetTarget(ctx, Target{Key: key, Path: "mirror"}); err != nil {
+		b.Fatal(err)
+	}
+	update := func(i int) {
+		if err := w.Write(ctx, key, Author{}, steadyWrite(0, i)); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Flush(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	update(0) // opens the pull request
+	all, pulls := counter.all.Load(), counter.pulls.Load()
+	const updates = 10
+	for i := 1; i <= updates; i++ {
+		update(i)
+	}
+	return float64(counter.all.Load()-all) / updates, float64(counter.pulls.Load()-pulls) / updates
 }
