@@ -65,15 +65,23 @@ func runPullLifecycle(t *testing.T, f pullForge) {
 
 const glToken = "glpat-branch"
 
-func TestPullRequestModeOnTheGitLabSimulator(t *testing.T) {
+// gitlabProject starts the GitLab simulator with project seeded, and a
+// client on it.
+func gitlabProject(t *testing.T, project string) (*simgitlab.Server, *forgegitlab.Client) {
+	t.Helper()
 	server := simgitlab.Start()
 	t.Cleanup(server.Close)
 	server.AddToken(glToken, simgitlab.User{Username: "gitops-reverser", Name: "GitOps Reverser Bot", Email: "bot@example.com"})
-	project := "g/lifecycle"
 	_, err := server.CreateProject(project, map[string]string{"README.md": "hello\n", prOutside: "base 1\n"})
 	require.NoError(t, err)
 	client, err := forgegitlab.New(forgegitlab.Options{APIURL: server.APIURL(), Project: project, Token: glToken})
 	require.NoError(t, err)
+	return server, client
+}
+
+func TestPullRequestModeOnTheGitLabSimulator(t *testing.T) {
+	project := "g/lifecycle"
+	server, client := gitlabProject(t, project)
 	reviewer, err := gl.NewClient(glToken, gl.WithBaseURL(server.APIURL()), gl.WithoutRetries())
 	require.NoError(t, err)
 	runPullLifecycle(t, pullForge{forge: client, name: "gitlab",
@@ -92,6 +100,33 @@ func TestPullRequestModeOnTheGitLabSimulator(t *testing.T) {
 			return content
 		},
 	})
+}
+
+// TestABaseThatConflictsIsFlaggedOnGitLab: GitLab can neither merge the
+// target into the source nor make a merge commit through its API, so a
+// conflicting target is left to a human, and commits go on to the head.
+func TestABaseThatConflictsIsFlaggedOnGitLab(t *testing.T) {
+	project := "g/conflict"
+	server, client := gitlabProject(t, project)
+	r := startPR(t, client, "gitlab-conflict")
+	r.change(t, cm("a", "1"))
+	_, err := server.Commit(project, prBase, "someone else", map[string]string{
+		"mirror/team/configmaps/a.yaml": string(cm("a", "someone else's").YAML)})
+	require.NoError(t, err)
+	o := r.change(t, cm("b", "1"))
+	require.True(t, o.PullRequest.Conflict, "a human resolves it")
+	require.False(t, o.Rebuild)
+	require.NotEmpty(t, o.PullRequest.Note)
+	o = r.change(t, cm("c", "1"))
+	require.Contains(t, mustFile(t, server, project, prHead, "mirror/team/configmaps/c.yaml"), `v: "1"`, "commits go on")
+	require.True(t, o.PullRequest.Conflict)
+}
+
+func mustFile(t *testing.T, server *simgitlab.Server, project, branch, path string) string {
+	t.Helper()
+	content, ok := server.File(project, branch, path)
+	require.True(t, ok, "%s on %s", path, branch)
+	return content
 }
 
 func TestPullRequestModeOnGitea(t *testing.T) {
