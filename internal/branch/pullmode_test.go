@@ -236,7 +236,7 @@ func TestAPullRequestIsOpenedByTheFirstChangeAndUpdatedByTheNextTen(t *testing.T
 	require.Len(t, open, 1, "one pull request")
 	require.Equal(t, prHead, open[0].GetHead().GetRef())
 	body := open[0].GetBody()
-	require.Contains(t, body, "**1 added, 10 changed** in 11 commits.")
+	require.Contains(t, body, "**1 added, 10 changed** (commits: 11)")
 	require.Contains(t, body, "mirror/team/configmaps/a.yaml")
 	require.Contains(t, body, "<!-- gitops-reverser:summary ")
 	require.Equal(t, "Cluster changes to team/mirror", open[0].GetTitle())
@@ -306,7 +306,7 @@ func TestAClosedPullRequestRebuildsAFreshHead(t *testing.T) {
 	require.NotEqual(t, first, o.PullRequest.Number)
 	open := repo.pulls(t, "open")
 	require.Len(t, open, 1)
-	require.Contains(t, open[0].GetBody(), "in 1 commits", "a new pull request starts a new summary")
+	require.Contains(t, open[0].GetBody(), "(commits: 1)", "a new pull request starts a new summary")
 }
 
 func TestARestartedWorkerContinuesThePullRequestAndItsSummary(t *testing.T) {
@@ -322,7 +322,7 @@ func TestARestartedWorkerContinuesThePullRequestAndItsSummary(t *testing.T) {
 	require.Equal(t, number, o.PullRequest.Number, "the same pull request")
 	open := repo.pulls(t, "open")
 	require.Len(t, open, 1)
-	require.Contains(t, open[0].GetBody(), "**3 added** in 3 commits.", "the summary read back from the body and continued")
+	require.Contains(t, open[0].GetBody(), "**3 added** (commits: 3)", "the summary read back from the body and continued")
 }
 
 func TestAForgeWithoutPullRequestsPushesTheHeadBranchOnly(t *testing.T) {
