@@ -88,19 +88,12 @@ func NewIndexRendered(root string, files map[string][]byte, rendered map[string]
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	known := make(map[string]*manifestFile, len(rendered))
-	for p, id := range rendered {
-		if parsed := renderedFile(files[p], id); parsed != nil {
-			known[p] = parsed
-		}
-	}
-	preparsed := ix.parseAll(paths, files, known)
 	for _, p := range paths {
-		if pre, ok := preparsed[p]; ok {
-			ix.addParsed(p, pre)
-			continue
+		var parsed *manifestFile
+		if id, ok := rendered[p]; ok {
+			parsed = renderedFile(files[p], id)
 		}
-		if err := ix.add(p, files[p], known[p]); err != nil {
+		if err := ix.add(p, files[p], parsed); err != nil {
 			return nil, err
 		}
 	}
@@ -208,45 +201,24 @@ func (ix *Index) add(p string, content []byte, parsed *manifestFile) error {
 // file's other documents are still registered so duplicates are reported
 // together.
 func (ix *Index) addManifest(p string, content []byte) {
-	ix.addParsed(p, parseManifest(p, content))
-}
-
-// parsedManifest is a YAML file parsed apart from any index: its
-// documents and the problems of the sections that are not objects.
-type parsedManifest struct {
-	file     *manifestFile
-	problems []Problem
-}
-
-// parseManifest parses every section of the YAML file at p.
-func parseManifest(p string, content []byte) parsedManifest {
 	sections := yamledit.Sections(content)
-	out := parsedManifest{file: &manifestFile{content: content, sections: sections, docs: make([]*document, len(sections))}}
+	file := &manifestFile{content: content, sections: sections, docs: make([]*document, len(sections))}
 	for i, s := range sections {
+		ix.parses++
 		doc, err := parseSection(content[s.Start:s.End])
 		if err != nil {
 			reason := ReasonInvalidYAML
 			if errors.Is(err, errNotAnObject) {
 				reason = ReasonNotKubernetesObject
 			}
-			out.problems = append(out.problems, Problem{
+			ix.problems[p] = append(ix.problems[p], Problem{
 				Path: p, Reason: reason, Detail: fmt.Sprintf("document %d: %v", i+1, err),
 			})
 			continue
 		}
-		out.file.docs[i] = doc
+		file.docs[i] = doc
 	}
-	return out
-}
-
-// addParsed registers a parsed YAML file at p (a manifest path of the
-// index's subtree, where the index holds nothing) and its problems.
-func (ix *Index) addParsed(p string, parsed parsedManifest) {
-	ix.parses += len(parsed.file.sections)
-	if len(parsed.problems) > 0 {
-		ix.problems[p] = append(ix.problems[p], parsed.problems...)
-	}
-	ix.register(p, parsed.file)
+	ix.register(p, file)
 }
 
 // register makes a parsed file's documents findable by identity.
