@@ -16,6 +16,7 @@ import (
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/discovery"
 	"github.com/configbutler/gitops-reverser/internal/rules"
+	"github.com/configbutler/gitops-reverser/internal/watch"
 )
 
 // catalogRefresh is how often a source's API surface is scanned again.
@@ -112,7 +113,8 @@ func (e *Engine) releaseSource(name string) {
 
 func newSource(name string, sc SourceConfig, policy discovery.Policy) (*Source, error) {
 	cfg := sc.Config
-	dyn, err := dynamic.NewForConfig(cfg)
+	// The streams' client: a replay's watch events parsed once each.
+	dyn, err := watch.NewDynamicClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client of source %s: %w", name, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,7 +26,7 @@ func startStreamFrom(t *testing.T, ns string, cur watch.Cursor, obs watch.Observ
 func startStreamWith(t *testing.T, ns string, cur watch.Cursor, obs watch.Observer, meta metadata.Interface,
 	configure ...func(*watch.Stream)) <-chan watch.Event {
 	t.Helper()
-	client, err := dynamic.NewForConfig(kube.Config())
+	client, err := watch.NewDynamicClient(kube.Config()) // the operator's client
 	require.NoError(t, err)
 	events := make(chan watch.Event, 100)
 	ctx, cancel := context.WithCancel(context.Background())
