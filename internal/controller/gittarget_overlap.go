@@ -37,7 +37,7 @@ func (r *GitTargetReconciler) pathHolder(ctx context.Context, t *v1alpha3.GitTar
 	for i := range others.Items {
 		o := &others.Items[i]
 		if o.Namespace == t.Namespace && o.Name == t.Name || !o.DeletionTimestamp.IsZero() ||
-			o.Spec.Branch != t.Spec.Branch || !pathsOverlap(o.Spec.Path, t.Spec.Path) || !claimedFirst(o, t) {
+			o.HeadBranch() != t.HeadBranch() || !pathsOverlap(o.Spec.Path, t.Spec.Path) || !claimedFirst(o, t) {
 			continue
 		}
 		if holder != nil && claimedFirst(holder, o) {
@@ -177,7 +177,7 @@ func (r *GitTargetReconciler) targetsOverlapping(ctx context.Context, obj client
 	}
 	return r.targetsWhere(ctx, nil, func(t *v1alpha3.GitTarget) bool {
 		return (t.Namespace != gone.Namespace || t.Name != gone.Name) &&
-			t.Spec.Branch == gone.Spec.Branch && pathsOverlap(t.Spec.Path, gone.Spec.Path)
+			t.HeadBranch() == gone.HeadBranch() && (pathsOverlap(t.Spec.Path, gone.Spec.Path) || writesAs(t) != writesAs(gone))
 	})
 }
 
