@@ -64,8 +64,8 @@ type targetRun struct {
 	// mode (checkPullRequest).
 	pullRequest *branch.PullRequestSettings
 	source      *engine.Source
-	spec     engine.TargetSpec
-	requeue  time.Duration
+	spec        engine.TargetSpec
+	requeue     time.Duration
 }
 
 // errStop ends a reconcile early: a step has set conditions that explain
