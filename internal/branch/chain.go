@@ -45,7 +45,7 @@ func chainLimit(forge forges.Forge) int {
 // and failures as it always does.
 func (w *Worker) commitChain(ctx context.Context, run []*window) []WindowResult {
 	chainer, ok := w.cfg.Forge.(forges.ChainCommitter)
-	if !ok || len(run) < 2 {
+	if !ok || len(run) < 2 || w.prepareFresh(ctx) != nil {
 		return nil
 	}
 	for _, win := range run {

@@ -18,6 +18,7 @@ import (
 func (w *Worker) commit(ctx context.Context, a Commit) Event {
 	if len(a.Windows) > 1 {
 		if results := w.commitChain(ctx, a.Windows); len(results) > 0 {
+			w.pullRequestStep(ctx) // a chain lands only with commits
 			return CommittedEvent{Windows: results, Chained: true}
 		}
 		return ChainRefusedEvent{Seq: a.Windows[0].seq}
@@ -25,6 +26,9 @@ func (w *Worker) commit(ctx context.Context, a Commit) Event {
 	win := a.Windows[0]
 	res, err := w.commitOnce(ctx, win)
 	if err == nil {
+		if res.Committed {
+			w.pullRequestStep(ctx)
+		}
 		return CommittedEvent{Windows: []WindowResult{res}}
 	}
 	// Read the branch again before the next try: whatever failed (a moved
@@ -41,6 +45,9 @@ func (w *Worker) commit(ctx context.Context, a Commit) Event {
 // commitOnce plans the window against the current head and commits it.
 func (w *Worker) commitOnce(ctx context.Context, win *window) (WindowResult, error) {
 	out := WindowResult{Seq: win.seq}
+	if err := w.prepareFresh(ctx); err != nil {
+		return out, err
+	}
 	if !w.state.loaded(win.target) {
 		w.state.expect(w.expectedFiles(win.target))
 	}
@@ -86,7 +93,8 @@ func (w *Worker) commitRequest(win *window, plan *windowPlan) (forges.CommitRequ
 	return forges.CommitRequest{
 		Branch:       w.cfg.Key.Branch,
 		ExpectedHead: w.state.head,
-		BaseHead:     w.state.base, // set only while the branch does not exist: the commit creates it there
+		BaseHead:     w.state.base,  // set only while the branch does not exist: the commit creates it there
+		MergeParent:  w.state.fresh, // pull-request mode starting afresh from the base
 		Message:      msg,
 		Author:       forges.Signature{Name: author.Name, Email: author.Email, When: now},
 		Committer:    forges.Signature{Name: w.cfg.Committer.Name, Email: w.cfg.Committer.Email, When: now},
@@ -99,6 +107,7 @@ func (w *Worker) commitRequest(win *window, plan *windowPlan) (forges.CommitRequ
 // that reached the remote.
 func (w *Worker) recordCommit(win *window, plan *windowPlan, res forges.CommitResult, start time.Time, requests int64) {
 	w.observeCommit(win, plan, res, start, requests)
+	w.pullCommitted(win, plan)
 	w.cfg.Log.Info("committed", "target", win.target.String(), "commit", res.Commit, "objects", len(plan.changes),
 		"author", w.core.authorOf(win.author).Name)
 }

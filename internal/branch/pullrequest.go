@@ -2,7 +2,7 @@ package branch
 
 import (
 	"fmt"
-	"text/template/parse"
+	"strings"
 
 	"github.com/configbutler/gitops-reverser/forges"
 )
@@ -22,21 +22,57 @@ type PullRequestSettings struct {
 }
 
 // PullRequestTemplates are the parsed title and body templates of a pull
-// request (GitTarget spec.push.pullRequest).
+// request (GitTarget spec.push.pullRequest). Title and Body are the texts
+// (a default's when the spec left one empty); they run on the same
+// reflection-free walker as commit messages (template.go), over
+// PullRequestData.
 type PullRequestTemplates struct {
 	Title, Body string
+	title, body *messageTemplate
 }
 
 // ParsePullRequestTemplates parses a pull request's title and body
-// templates; an empty one takes its default. A template that does not
-// parse is an error naming it, for the GitTarget's condition.
+// templates; an empty one takes its default (DefaultPullRequestTitle,
+// DefaultPullRequestBody). A template that does not parse, or reads a
+// field pull requests do not have, is an error naming it, for the
+// GitTarget's condition.
 func ParsePullRequestTemplates(title, body string) (*PullRequestTemplates, error) {
-	for name, text := range map[string]string{"title": title, "body": body} {
-		if _, err := parse.Parse(name, text, "", "", map[string]any{}); err != nil {
-			return nil, fmt.Errorf("pull request %s template: %w", name, err)
+	if title == "" {
+		title = DefaultPullRequestTitle
+	}
+	if body == "" {
+		body = DefaultPullRequestBody
+	}
+	t := &PullRequestTemplates{Title: title, Body: body}
+	var err error
+	if t.title, err = parseTemplate("title", title, pullRequestFields()); err != nil {
+		return nil, fmt.Errorf("pull request title template: %w", err)
+	}
+	if t.body, err = parseTemplate("body", body, pullRequestFields()); err != nil {
+		return nil, fmt.Errorf("pull request body template: %w", err)
+	}
+	return t, nil
+}
+
+// render is the pull request's title (one line, trimmed) and rendered
+// body (without the summary block).
+func (t *PullRequestTemplates) render(data PullRequestData) (title, body string, err error) {
+	if t == nil || t.title == nil {
+		if t, err = ParsePullRequestTemplates("", ""); err != nil {
+			return "", "", err
 		}
 	}
-	return &PullRequestTemplates{Title: title, Body: body}, nil
+	if title, err = t.title.execute(data); err != nil {
+		return "", "", fmt.Errorf("rendering the pull request %w", err)
+	}
+	if body, err = t.body.execute(data); err != nil {
+		return "", "", fmt.Errorf("rendering the pull request %w", err)
+	}
+	title = strings.Join(strings.Fields(title), " ")
+	if title == "" {
+		return "", "", fmt.Errorf("the pull request title rendered empty")
+	}
+	return title, body, nil
 }
 
 // PullRequestInfo is where a worker's pull request stands, for the

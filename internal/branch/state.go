@@ -34,6 +34,13 @@ type branchState struct {
 	// expected are renderings the worker is about to write (expect), whose
 	// blob ids the next subtree read computes in the listing's format.
 	expected []rendering
+	// startFrom names the branch a branch that does not exist starts from
+	// (pull-request mode's base); "" is the repository's default branch.
+	startFrom string
+	// fresh, when set, is the commit whose tree the next commit is built
+	// on instead of the head's (pull-request mode starting afresh from the
+	// base): the commit is a merge of it into the head (MergeParent).
+	fresh string
 }
 
 // rendering is a file the worker is about to write: the operator's
@@ -71,7 +78,7 @@ func (s *branchState) removeTarget(t TargetKey) { delete(s.targets, t) }
 
 // forget drops what the state knows of the branch: the next commit reads
 // the head again and reloads every index that does not describe it.
-func (s *branchState) forget() { s.known = false }
+func (s *branchState) forget() { s.known, s.fresh = false, "" }
 
 func (s *branchState) readHead(ctx context.Context) error {
 	head, err := s.forge.Head(ctx, s.branch)
@@ -104,12 +111,15 @@ func (s *branchState) readHead(ctx context.Context) error {
 // is empty.
 func (s *branchState) readBase(ctx context.Context) (string, error) {
 	brancher, ok := s.forge.(forges.DefaultBrancher)
-	if !ok {
+	name := s.startFrom
+	if name == "" && !ok {
 		return "", nil
 	}
-	name, err := brancher.DefaultBranch(ctx)
-	if err != nil {
-		return "", fmt.Errorf("reading the default branch to start branch %s from: %w", s.branch, err)
+	if name == "" {
+		var err error
+		if name, err = brancher.DefaultBranch(ctx); err != nil {
+			return "", fmt.Errorf("reading the default branch to start branch %s from: %w", s.branch, err)
+		}
 	}
 	if name == "" || name == s.branch {
 		return "", nil
@@ -127,6 +137,9 @@ func (s *branchState) readBase(ctx context.Context) (string, error) {
 // tip is the commit the indexes describe: the head, or while the branch
 // does not exist the commit it will start from ("" for none).
 func (s *branchState) tip() string {
+	if s.fresh != "" {
+		return s.fresh
+	}
 	if s.head == "" {
 		return s.base
 	}
@@ -283,7 +296,7 @@ func readBlobs(ctx context.Context, reader forges.Reader, entries []forges.TreeE
 // A branch the commit created now exists, so it has no base any more.
 func (s *branchState) committed(res forges.CommitResult, plan *windowPlan) {
 	old := s.tip()
-	s.head, s.base = res.Commit, ""
+	s.head, s.base, s.fresh = res.Commit, "", ""
 	if !isStandIn(res.Commit) {
 		s.idLike = res.Commit
 	}

@@ -3,6 +3,7 @@ package branch
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template/parse"
 )
@@ -18,6 +19,9 @@ import (
 type messageTemplate struct {
 	name string
 	tree *parse.Tree
+	// fields are the field names the template may read (templateFields for
+	// commit messages, pullRequestFields for pull requests).
+	fields map[string]bool
 }
 
 // templateFuncs are the functions templates may call.
@@ -43,6 +47,11 @@ func templateFields() map[string]bool {
 }
 
 func parseMessageTemplate(name, text string) (*messageTemplate, error) {
+	return parseTemplate(name, text, templateFields())
+}
+
+// parseTemplate parses text for the walker, allowing fields only.
+func parseTemplate(name, text string, fields map[string]bool) (*messageTemplate, error) {
 	names := map[string]any{}
 	for fn := range templateFuncs() {
 		names[fn] = true // the parser only asks whether a name is a function
@@ -51,7 +60,7 @@ func parseMessageTemplate(name, text string) (*messageTemplate, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &messageTemplate{name: name, tree: trees[name]}
+	t := &messageTemplate{name: name, tree: trees[name], fields: fields}
 	if len(trees) > 1 {
 		return nil, fmt.Errorf("%s: define and block are not supported", name)
 	}
@@ -115,7 +124,7 @@ func (t *messageTemplate) checkPipe(p *parse.PipeNode) error {
 func (t *messageTemplate) checkArg(arg parse.Node) error {
 	switch a := arg.(type) {
 	case *parse.FieldNode:
-		return checkFields(a.Ident)
+		return t.checkFields(a.Ident)
 	case *parse.PipeNode:
 		return t.checkPipe(a)
 	case *parse.IdentifierNode, *parse.DotNode, *parse.StringNode, *parse.NumberNode, *parse.BoolNode:
@@ -123,24 +132,34 @@ func (t *messageTemplate) checkArg(arg parse.Node) error {
 		if a.Ident[0] != "$" {
 			return fmt.Errorf("variables are not supported: %s", a)
 		}
-		return checkFields(a.Ident[1:])
+		return t.checkFields(a.Ident[1:])
 	default:
 		return fmt.Errorf("%s is not supported in commit message templates", arg)
 	}
 	return nil
 }
 
-func checkFields(names []string) error {
+func (t *messageTemplate) checkFields(names []string) error {
 	for _, f := range names {
-		if !templateFields()[f] {
-			return fmt.Errorf("unknown field .%s (fields: .Target .Branch .Author .Changes .Summary .Tools, and .Operation .Kind .Namespace .Name .Ref .APIVersion .Path .Tools)", f)
+		if !t.fields[f] {
+			return fmt.Errorf("unknown field .%s (fields: %s)", f, fieldList(t.fields))
 		}
 	}
 	return nil
 }
 
+// fieldList names the fields a template may read, for its parse error.
+func fieldList(fields map[string]bool) string {
+	names := make([]string, 0, len(fields))
+	for f := range fields {
+		names = append(names, "."+f)
+	}
+	slices.Sort(names)
+	return strings.Join(names, " ")
+}
+
 // execute renders the template over data.
-func (t *messageTemplate) execute(data MessageData) (string, error) {
+func (t *messageTemplate) execute(data any) (string, error) {
 	var buf bytes.Buffer
 	w := &walker{out: &buf, root: data, funcs: templateFuncs()}
 	if err := w.walk(t.tree.Root, data); err != nil {

@@ -11,7 +11,7 @@ import (
 // walker executes a checked template's parse tree.
 type walker struct {
 	out   *bytes.Buffer
-	root  MessageData
+	root  any // MessageData or PullRequestData
 	funcs map[string]func([]any) (any, error)
 }
 
@@ -60,19 +60,45 @@ func (w *walker) rangeOver(n *parse.RangeNode, dot any) error {
 	if err != nil {
 		return err
 	}
-	changes, ok := v.([]Change)
-	if !ok {
-		return fmt.Errorf("range needs .Changes, not %T", v)
+	items, err := rangeItems(v)
+	if err != nil {
+		return err
 	}
-	if len(changes) == 0 {
+	if len(items) == 0 {
 		return w.walk(n.ElseList, dot)
 	}
-	for _, c := range changes {
-		if err := w.walk(n.List, c); err != nil {
+	for _, item := range items {
+		if err := w.walk(n.List, item); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// rangeItems are the elements of the lists templates range over.
+func rangeItems(v any) ([]any, error) {
+	var items []any
+	switch x := v.(type) {
+	case []Change:
+		for _, c := range x {
+			items = append(items, c)
+		}
+	case []TypeCount:
+		for _, c := range x {
+			items = append(items, c)
+		}
+	case []PullFile:
+		for _, f := range x {
+			items = append(items, f)
+		}
+	case []string:
+		for _, s := range x {
+			items = append(items, s)
+		}
+	default:
+		return nil, fmt.Errorf("range over %T", v)
+	}
+	return items, nil
 }
 
 // pipe evaluates a pipeline: each command's result is the last argument of
@@ -160,6 +186,9 @@ func field(v any, name string) (any, error) {
 		}
 		v = d.Change
 	}
+	if out, ok, err := pullRequestField(v, name); ok {
+		return out, err
+	}
 	c, ok := v.(Change)
 	if !ok {
 		return nil, fmt.Errorf("field .%s of %T", name, v)
@@ -198,6 +227,12 @@ func length(v any) (any, error) {
 		return len(x), nil
 	case string:
 		return len(x), nil
+	case []TypeCount:
+		return len(x), nil
+	case []PullFile:
+		return len(x), nil
+	case []string:
+		return len(x), nil
 	}
 	return nil, fmt.Errorf("len of %T", v)
 }
@@ -213,6 +248,12 @@ func truthy(v any) bool {
 	case int:
 		return x != 0
 	case []Change:
+		return len(x) > 0
+	case []TypeCount:
+		return len(x) > 0
+	case []PullFile:
+		return len(x) > 0
+	case []string:
 		return len(x) > 0
 	}
 	return !reflect.ValueOf(v).IsZero()

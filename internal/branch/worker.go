@@ -156,6 +156,8 @@ type Worker struct {
 	// a restored journal is committed at the latest (journalRestoreWait).
 	jr        *journalExec
 	restoreBy time.Time
+	// pr is pull-request mode's state, nil in direct mode (pulls.go).
+	pr *pullExec
 }
 
 type writeMsg struct {
@@ -190,7 +192,7 @@ func New(cfg Config) *Worker {
 	// the key again (a JSON line with a key twice is refused by strict
 	// parsers).
 	cfg.Log = cfg.Log.WithValues("worker", cfg.Key.String())
-	return &Worker{
+	w := &Worker{
 		cfg: cfg,
 		in:  make(chan any, cfg.QueueSize),
 		core: NewCore(CoreConfig{Committer: cfg.Committer, BufferMax: cfg.BufferMax, PushBurst: cfg.PushBurst,
@@ -200,7 +202,12 @@ func New(cfg Config) *Worker {
 		waiters: map[uint64]func(Outcome){},
 		stopped: make(chan struct{}),
 		jr:      newJournalExec(cfg),
+		pr:      newPullExec(cfg),
 	}
+	if cfg.PullRequest != nil {
+		w.state.startFrom = cfg.PullRequest.Base // a new head branch starts from the base
+	}
+	return w
 }
 
 // QueueDepth is how many events wait for the loop.
