@@ -3,6 +3,7 @@ package forges
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 )
 
@@ -43,4 +44,16 @@ func CleanPrefix(prefix string) (string, error) {
 		return "", fmt.Errorf("invalid prefix %q: %w", prefix, err)
 	}
 	return trimmed, nil
+}
+
+// EscapePathSegments escapes each slash-separated segment of a branch name
+// or repository path for a URL path, keeping the slashes between them:
+// forges' web UIs take "feature/x" and "apps/cm.yaml" as path segments, and
+// a segment's own "#", "?", "%" or space must not end or change the URL.
+func EscapePathSegments(p string) string {
+	segments := strings.Split(p, "/")
+	for i, segment := range segments {
+		segments[i] = url.PathEscape(segment)
+	}
+	return strings.Join(segments, "/")
 }

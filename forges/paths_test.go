@@ -26,3 +26,8 @@ func TestCleanPrefix(t *testing.T) {
 	_, err := forges.CleanPrefix("a/../b")
 	require.Error(t, err)
 }
+
+func TestEscapePathSegmentsKeepsTheSlashes(t *testing.T) {
+	require.Equal(t, "gitops-reverser/prod", forges.EscapePathSegments("gitops-reverser/prod"))
+	require.Equal(t, "a%20b/c%23d%3Fe%25f", forges.EscapePathSegments("a b/c#d?e%f"))
+}

@@ -97,6 +97,8 @@ func Run(t *testing.T, f Fixture, o Options) {
 	t.Run("CredentialsRefused", func(t *testing.T) { refused(t, f) })
 	t.Run("RateLimitedWriteWaitsAndLosesNothing", func(t *testing.T) { rateLimitedWrite(t, f) })
 	t.Run("SignedCommitVerifiesWithGit", func(t *testing.T) { signedCommit(t, f, o) })
+	t.Run("MergeParentCommit", func(t *testing.T) { mergeParent(t, f) })
+	t.Run("MergeParentInAChain", func(t *testing.T) { mergeParentInAChain(t, f) })
 }
 
 var (
@@ -377,15 +379,7 @@ func baseBlobs(t *testing.T, f Fixture) {
 // content, and absent.
 func requireFiles(t *testing.T, r Repo, present map[string]string, absent ...string) {
 	t.Helper()
-	for path, want := range present {
-		content, ok := r.File(t, "main", path)
-		require.True(t, ok, "%s is there", path)
-		require.Equal(t, want, content, path)
-	}
-	for _, path := range absent {
-		_, ok := r.File(t, "main", path)
-		require.False(t, ok, "%s is not there", path)
-	}
+	requireBranchFiles(t, r, "main", present, absent...)
 }
 
 func refused(t *testing.T, f Fixture) {

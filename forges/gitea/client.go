@@ -20,6 +20,7 @@ var (
 	_ forges.DefaultBrancher  = (*Client)(nil)
 	_ forges.ConcurrentReader = (*Client)(nil)
 	_ forges.ChainCommitter   = (*Client)(nil)
+	_ forges.MergeCommitter   = (*Client)(nil)
 )
 
 const (

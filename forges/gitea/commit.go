@@ -84,6 +84,10 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 			return results, err
 		}
 	}
+	if first.MergeParent != "" {
+		return nil, fmt.Errorf("%s: %w: Gitea's contents API (ChangeFiles) makes a commit of one parent, and the "+
+			"server takes no git push from this client now", op, forges.ErrMergeParentUnsupported)
+	}
 	var commits []string
 	switch {
 	case first.ExpectedHead != "":
@@ -106,12 +110,28 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 	return results, nil
 }
 
+// CommitsMergeParent is true while commits go through the Pusher, which
+// builds the commit itself (forges.MergeCommitter), and false on the API
+// path: ChangeFiles ("Modify multiple files in a repository", POST
+// contents, https://gitea.com/api/swagger#/repository/repoChangeFiles)
+// commits on the head of branch (or new_branch from it) and takes no
+// second parent. A server that refuses the Git protocol turns it false
+// for pushRetryAfter; a request with a merge parent made then is refused
+// before anything is written.
+func (c *Client) CommitsMergeParent() bool {
+	m, ok := c.pusher.(forges.MergeCommitter)
+	return ok && c.pushes() && m.CommitsMergeParent()
+}
+
 // chainOf checks the requests and keeps the final change to each path of
 // each. The heads of the requests after the first are not read.
 func chainOf(reqs []forges.CommitRequest) ([]link, error) {
 	chain := make([]link, len(reqs))
 	for i, req := range reqs {
 		if i > 0 {
+			if req.MergeParent != "" {
+				return nil, errors.New("only the first commit of a chain may have a merge parent")
+			}
 			req.ExpectedHead, req.BaseHead = "", ""
 		}
 		if err := checkCommitRequest(req); err != nil {

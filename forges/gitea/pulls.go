@@ -46,6 +46,7 @@ import (
 var (
 	_ forges.PullRequester = (*Client)(nil)
 	_ forges.BaseMerger    = (*Client)(nil)
+	_ forges.FileLinker    = (*Client)(nil)
 )
 
 // pullResponse is the part of Gitea's PullRequest the client reads.
@@ -160,6 +161,16 @@ func (c *Client) EditPullRequest(ctx context.Context, number int64, opts forges.
 // PullRequestURL is {web}/{owner}/{repo}/pulls/{index}, Gitea's html_url.
 func (c *Client) PullRequestURL(number int64) string {
 	return fmt.Sprintf("%s/%s/%s/pulls/%d", c.webURL, url.PathEscape(c.owner), url.PathEscape(c.repo), number)
+}
+
+// FileURL is the file's page on the branch,
+// {web}/{owner}/{repo}/src/branch/{branch}/{path}: how Gitea's web UI
+// links a branch's file (its html_url in "Get the metadata and contents
+// of a file", GET contents/{filepath}?ref=, https://gitea.com/api/swagger#/repository/repoGetContents),
+// each segment escaped as Gitea escapes them (util.PathEscapeSegments).
+func (c *Client) FileURL(branch, filePath string) string {
+	return fmt.Sprintf("%s/%s/%s/src/branch/%s/%s", c.webURL, url.PathEscape(c.owner), url.PathEscape(c.repo),
+		forges.EscapePathSegments(branch), forges.EscapePathSegments(filePath))
 }
 
 // MergeBaseIntoHead reads the pull request, refuses a moved head, and asks

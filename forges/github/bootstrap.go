@@ -83,7 +83,7 @@ func (c *Client) bootstrap(ctx context.Context, op string, req forges.CommitRequ
 		return forges.CommitResult{}, forges.CommitRequest{}, forges.Errorf(forges.KindEmptyRepository, op,
 			errors.New("the repository is empty and the commit puts no file to start it with"))
 	}
-	created, _, err := c.api.Repositories.CreateFile(ctx, c.owner, c.repo, escapePath(req.Changes[first].Path),
+	created, _, err := c.api.Repositories.CreateFile(ctx, c.owner, c.repo, forges.EscapePathSegments(req.Changes[first].Path),
 		&github.RepositoryContentFileOptions{
 			Message: new(req.Message), Content: req.Changes[first].Content, Branch: new(req.Branch),
 			Author: identity(req.Author), Committer: identity(req.Committer),

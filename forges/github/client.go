@@ -10,7 +10,10 @@
 //  3. PATCH git/refs/heads/B with force false: GitHub refuses an update that
 //     is not a fast forward with 422, which is the compare-and-swap.
 //
-// A new branch ends with POST git/refs instead. A chain of commits
+// A commit with a merge parent (pull-request mode starting its head afresh
+// from the base) builds its tree on the merge parent's tree in 1 and names
+// [expected head, merge parent] as parents in 2; 3 is the same
+// fast-forward. A new branch ends with POST git/refs instead. A chain of commits
 // (CommitChain) repeats 1 and 2 for each, each on the one before, and ends
 // with one ref update for them all. Binary files and files over
 // 1 MiB cost one POST git/blobs each. An empty repository takes its first
@@ -110,6 +113,7 @@ var (
 	_ forges.Budgeter        = (*Client)(nil)
 	_ forges.DefaultBrancher = (*Client)(nil)
 	_ forges.ChainCommitter  = (*Client)(nil)
+	_ forges.MergeCommitter  = (*Client)(nil)
 )
 
 // New builds a client. It does not contact GitHub; Probe does.

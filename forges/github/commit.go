@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -69,8 +68,8 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 	}
 	first := reqs[0]
 	op := "commit to " + first.Branch
-	for _, req := range reqs {
-		if err := c.checkRequest(req); err != nil {
+	for i, req := range reqs {
+		if err := c.checkRequest(i, req); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 	}
@@ -98,9 +97,14 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 
 // checkRequest refuses, before anything is sent, a request the client
 // cannot commit as asked.
-func (c *Client) checkRequest(req forges.CommitRequest) error {
-	if req.Branch == "" {
+func (c *Client) checkRequest(i int, req forges.CommitRequest) error {
+	switch {
+	case req.Branch == "":
 		return errors.New("branch is empty")
+	case req.MergeParent != "" && i > 0:
+		return errors.New("only the first commit of a chain may have a merge parent")
+	case req.MergeParent != "" && req.ExpectedHead == "":
+		return errors.New("a merge parent needs an expected head: a merge commit lands on an existing branch")
 	}
 	for _, change := range req.Changes {
 		if err := forges.ValidatePath(change.Path); err != nil {
@@ -112,6 +116,13 @@ func (c *Client) checkRequest(req forges.CommitRequest) error {
 	}
 	return nil
 }
+
+// CommitsMergeParent is true: "Create a commit" takes the parents as a
+// list, "for a merge commit, an array of more than one should be
+// provided" (https://docs.github.com/rest/git/commits#create-a-commit), and
+// "Create a tree" builds on any base_tree, here the merge parent's
+// (forges.MergeCommitter).
+func (c *Client) CommitsMergeParent() bool { return true }
 
 // CarriesSignatures is true in author mode, where a request's signature is
 // sent as the commit's "signature" ("Create a commit",
@@ -191,18 +202,27 @@ func (c *Client) createBranch(ctx context.Context, op, branch, commit string) er
 // parent and each later one on the commit before it; no ref moves. An
 // empty parent starts a history without parents: a new orphan branch, or
 // the first commit of an empty repository, which the Git Database API
-// refuses with 409 (see bootstrapChain).
+// refuses with 409 (see bootstrapChain). A first request with a merge
+// parent builds its tree on the merge parent's tree (base_tree) and names
+// both commits as parents, the expected head first.
 func (c *Client) writeChain(ctx context.Context, op string, reqs []forges.CommitRequest, parent string) ([]forges.CommitResult, error) {
 	baseTree := ""
-	if parent != "" {
+	if treeSource := cmp.Or(reqs[0].MergeParent, parent); treeSource != "" {
 		var err error
-		if baseTree, err = c.treeOf(ctx, parent); err != nil {
+		if baseTree, err = c.treeOf(ctx, treeSource); err != nil {
 			return nil, c.classify(op, err)
 		}
 	}
 	results := make([]forges.CommitResult, 0, len(reqs))
-	for _, req := range reqs {
-		result, tree, err := c.writeCommit(ctx, op, req, baseTree, parent)
+	for i, req := range reqs {
+		parents := []string{parent}
+		switch {
+		case parent == "":
+			parents = nil
+		case i == 0 && req.MergeParent != "":
+			parents = append(parents, req.MergeParent)
+		}
+		result, tree, err := c.writeCommit(ctx, op, req, baseTree, parents)
 		if err != nil {
 			return nil, err
 		}
@@ -213,9 +233,9 @@ func (c *Client) writeChain(ctx context.Context, op string, reqs []forges.Commit
 }
 
 // writeCommit creates the tree (on baseTree, "" for none) and the commit
-// (on parent, "" for none), and remembers the commit's tree for the next
-// commit on it.
-func (c *Client) writeCommit(ctx context.Context, op string, req forges.CommitRequest, baseTree, parent string) (forges.CommitResult, string, error) {
+// (on parents, none for a root commit), and remembers the commit's tree
+// for the next commit on it.
+func (c *Client) writeCommit(ctx context.Context, op string, req forges.CommitRequest, baseTree string, parents []string) (forges.CommitResult, string, error) {
 	entries, blobs, err := c.treeEntries(ctx, req.Changes)
 	if err != nil {
 		return forges.CommitResult{}, "", c.classify(op, err)
@@ -234,8 +254,8 @@ func (c *Client) writeCommit(ctx context.Context, op string, req forges.CommitRe
 		tree = created.GetSHA()
 	}
 	commit, opts := c.commitObject(req, tree)
-	if parent != "" {
-		commit.Parents = []*github.Commit{{SHA: new(parent)}}
+	for _, parent := range parents {
+		commit.Parents = append(commit.Parents, &github.Commit{SHA: new(parent)})
 	}
 	created, _, err := c.api.Git.CreateCommit(ctx, c.owner, c.repo, commit, opts)
 	if err != nil {
@@ -337,13 +357,4 @@ func (s messageSigner) Sign(w io.Writer, r io.Reader) error {
 	}
 	_, err = w.Write(signature)
 	return err
-}
-
-// escapePath escapes each segment of a repository path for a URL.
-func escapePath(filePath string) string {
-	segments := strings.Split(filePath, "/")
-	for i, segment := range segments {
-		segments[i] = url.PathEscape(segment)
-	}
-	return strings.Join(segments, "/")
 }

@@ -27,6 +27,7 @@ import (
 var (
 	_ forges.PullRequester = (*Client)(nil)
 	_ forges.BaseMerger    = (*Client)(nil)
+	_ forges.FileLinker    = (*Client)(nil)
 )
 
 // FindPullRequest lists the open pull requests with head
@@ -124,6 +125,16 @@ func (c *Client) EditPullRequest(ctx context.Context, number int64, opts forges.
 // configured web host.
 func (c *Client) PullRequestURL(number int64) string {
 	return fmt.Sprintf("%s/%s/%s/pull/%d", c.webURL, c.owner, c.repo, number)
+}
+
+// FileURL is the file's page on the branch,
+// {web}/{owner}/{repo}/blob/{branch}/{path}: the URL GitHub's web UI
+// serves a file of a branch at (the html_url "Get repository content"
+// returns, https://docs.github.com/rest/repos/contents#get-repository-content,
+// has this form). Each segment of the branch and the path is escaped.
+func (c *Client) FileURL(branch, filePath string) string {
+	return fmt.Sprintf("%s/%s/%s/blob/%s/%s", c.webURL, c.owner, c.repo,
+		forges.EscapePathSegments(branch), forges.EscapePathSegments(filePath))
 }
 
 // MergeBaseIntoHead is "Update a pull request branch" (PUT

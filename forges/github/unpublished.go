@@ -54,6 +54,7 @@ func chainKey(reqs []forges.CommitRequest, verified bool) [sha256.Size]byte {
 		field(req.Branch)
 		field(req.ExpectedHead)
 		field(req.BaseHead)
+		field(req.MergeParent)
 		field(req.Message)
 		field(req.Author.Name)
 		field(req.Author.Email)

@@ -85,6 +85,7 @@ var (
 	_ forges.Prober          = (*Client)(nil)
 	_ forges.Budgeter        = (*Client)(nil)
 	_ forges.DefaultBrancher = (*Client)(nil)
+	_ forges.MergeCommitter  = (*Client)(nil)
 )
 
 // Options configures a Client.

@@ -55,6 +55,10 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 	case req.Signer != nil:
 		return forges.CommitResult{}, fmt.Errorf("%s: %w: GitLab's commits API takes no signature; "+
 			"use the git forge (forge.type: git) for signed commits", op, forges.ErrSigningUnsupported)
+	case req.MergeParent != "":
+		return forges.CommitResult{}, fmt.Errorf("%s: %w: GitLab's commits API makes a commit of one parent, the "+
+			"branch's head (or start_sha); use the git forge (forge.type: git) on the repository's URL for merge commits",
+			op, forges.ErrMergeParentUnsupported)
 	case req.ExpectedHead != "":
 		return c.commitOnBranch(ctx, op, req)
 	case req.BaseHead != "":
@@ -62,6 +66,14 @@ func (c *Client) Commit(ctx context.Context, req forges.CommitRequest) (forges.C
 	}
 	return c.commitFirst(ctx, op, req)
 }
+
+// CommitsMergeParent is false (forges.MergeCommitter): "Create a commit
+// with multiple files and actions" makes one commit on the head of branch,
+// or of start_branch or start_sha for a new branch
+// (https://docs.gitlab.com/api/commits/#create-a-commit-with-multiple-files-and-actions):
+// it takes no second parent, so a request with a merge parent is refused
+// before anything is sent.
+func (c *Client) CommitsMergeParent() bool { return false }
 
 // commitOnBranch commits on top of ExpectedHead. GitLab has no head
 // compare-and-swap, so the head is read right before the commit: a moved

@@ -32,7 +32,10 @@ import (
 // whose guards are the ones Commit documents (the head check and
 // last_commit_id per file).
 
-var _ forges.PullRequester = (*Client)(nil)
+var (
+	_ forges.PullRequester = (*Client)(nil)
+	_ forges.FileLinker    = (*Client)(nil)
+)
 
 // FindPullRequest lists the opened merge requests with source_branch head
 // and target_branch base (GET merge_requests?state=opened&source_branch=
@@ -102,6 +105,19 @@ func (c *Client) PullRequestURL(number int64) string {
 		return ""
 	}
 	return c.projectWebURL + "/-/merge_requests/" + strconv.FormatInt(number, 10)
+}
+
+// FileURL is the file's page on the branch,
+// {web}/{project}/-/blob/{branch}/{path}: where GitLab's web UI shows a
+// file of a ref (the files API returns no web URL; this is the form its
+// repository browser links, as gitlab-org/gitlab#232924 quotes it), each
+// segment escaped; "" when the project was given by id, as for
+// PullRequestURL.
+func (c *Client) FileURL(branch, filePath string) string {
+	if c.projectWebURL == "" {
+		return ""
+	}
+	return c.projectWebURL + "/-/blob/" + forges.EscapePathSegments(branch) + "/" + forges.EscapePathSegments(filePath)
 }
 
 // pullRequestOf maps a merge request. "locked" is GitLab's state while a

@@ -41,6 +41,7 @@ var (
 	_ forges.Prober          = (*Client)(nil)
 	_ forges.DefaultBrancher = (*Client)(nil)
 	_ forges.BlobReleaser    = (*Client)(nil)
+	_ forges.MergeCommitter  = (*Client)(nil)
 )
 
 // Options configures a Client.

@@ -3,6 +3,7 @@ package gogit
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -44,6 +45,10 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
+	mergeParent, err := parseMergeParent(reqs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 
@@ -51,15 +56,15 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 	if parent.IsZero() {
 		parent = base
 	}
-	// start is the commit the chain builds on.
-	start := parent
-	tree, err := c.parentTree(ctx, branch, parent, !expected.IsZero())
+	// start is the commit whose tree the chain builds on: the merge
+	// parent's, when the first commit is a merge.
+	start, tree, err := c.startTree(ctx, branch, parent, expected, mergeParent)
 	if err != nil {
 		return nil, classify(op, err)
 	}
 	var objects []plumbing.Hash
 	results := make([]forges.CommitResult, 0, len(reqs))
-	for _, req := range reqs {
+	for i, req := range reqs {
 		builder, err := newTreeBuilder(c.objects, tree)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
@@ -70,7 +75,11 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 		if tree, err = builder.write(); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
-		commit, err := c.writeCommit(req, tree, parent)
+		parents := []plumbing.Hash{parent}
+		if i == 0 && !mergeParent.IsZero() {
+			parents = append(parents, mergeParent)
+		}
+		commit, err := c.writeCommit(req, tree, parents...)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
@@ -102,6 +111,56 @@ func parseCommitRequest(req forges.CommitRequest) (branch plumbing.ReferenceName
 		}
 	}
 	return branch, expected, base, nil
+}
+
+// CommitsMergeParent is true: the commit is built here, with as many
+// parents as asked (forges.MergeCommitter).
+func (c *Client) CommitsMergeParent() bool { return true }
+
+// parseMergeParent reads reqs[0].MergeParent, which needs an expected head;
+// a later request's is refused (forges.CommitRequest: only the first of a
+// chain may carry one).
+func parseMergeParent(reqs []forges.CommitRequest) (plumbing.Hash, error) {
+	for _, req := range reqs[1:] {
+		if req.MergeParent != "" {
+			return plumbing.ZeroHash, errors.New("only the first commit of a chain may have a merge parent")
+		}
+	}
+	if reqs[0].MergeParent == "" {
+		return plumbing.ZeroHash, nil
+	}
+	if reqs[0].ExpectedHead == "" {
+		return plumbing.ZeroHash, errors.New("a merge parent needs an expected head: a merge commit lands on an existing branch")
+	}
+	hash, err := parseObjectID(reqs[0].MergeParent)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("merge parent: %w", err)
+	}
+	return hash, nil
+}
+
+// startTree returns the commit the chain's first tree is built on and its
+// tree: the parent's, or the merge parent's when there is one. The merge
+// parent is fetched like any commit (its snapshot, depth 1, through the
+// ref that points at it); one the remote no longer has at the head of a
+// ref, and does not serve by id, means the base moved since the caller
+// read it: a conflict, to plan again on the new base. The expected head
+// itself is not read then: the push's compare-and-swap checks it.
+func (c *Client) startTree(ctx context.Context, branch plumbing.ReferenceName, parent, expected, mergeParent plumbing.Hash) (plumbing.Hash, plumbing.Hash, error) {
+	if mergeParent.IsZero() {
+		tree, err := c.parentTree(ctx, branch, parent, !expected.IsZero())
+		return parent, tree, err
+	}
+	commit, err := c.loadCommit(ctx, mergeParent, "")
+	if err != nil {
+		err = classify("read merge parent "+mergeParent.String(), err)
+		if forges.KindOf(err) == forges.KindNotFound {
+			return plumbing.ZeroHash, plumbing.ZeroHash, forges.Errorf(forges.KindConflict, "read merge parent",
+				fmt.Errorf("no ref of the remote points at %s any more: %w", mergeParent, err))
+		}
+		return plumbing.ZeroHash, plumbing.ZeroHash, err
+	}
+	return mergeParent, commit.TreeHash, nil
 }
 
 // parentTree returns the tree the new commit starts from: the parent's,
@@ -140,7 +199,7 @@ func (c *Client) parentTree(ctx context.Context, branch plumbing.ReferenceName, 
 // The signature covers the commit exactly as it is encoded without one,
 // which is what git verify-commit checks; go-git writes it as the gpgsig
 // header, for OpenPGP and SSH signatures alike.
-func (c *Client) writeCommit(req forges.CommitRequest, tree, parent plumbing.Hash) (plumbing.Hash, error) {
+func (c *Client) writeCommit(req forges.CommitRequest, tree plumbing.Hash, parents ...plumbing.Hash) (plumbing.Hash, error) {
 	committer := req.Committer
 	if committer.Name == "" && committer.Email == "" {
 		committer = req.Author
@@ -151,8 +210,10 @@ func (c *Client) writeCommit(req forges.CommitRequest, tree, parent plumbing.Has
 		Message:   req.Message,
 		TreeHash:  tree,
 	}
-	if !parent.IsZero() {
-		commit.ParentHashes = []plumbing.Hash{parent}
+	for _, parent := range parents {
+		if !parent.IsZero() {
+			commit.ParentHashes = append(commit.ParentHashes, parent)
+		}
 	}
 	if req.Signer != nil {
 		signature, err := signCommit(commit, req.Signer)

@@ -44,8 +44,7 @@ func (gitFixture) NewRepo(t *testing.T, name string, seed map[string]string) for
 			return gitverify.CatCommit(t, shared.RepoPath(repo), id)
 		},
 		ExternalCommit: func(t *testing.T, branch, path, content string) {
-			require.Equal(t, "main", branch, "the harness commits to main")
-			_, err := shared.CommitFiles(repo, map[string]string{path: content}, "external edit")
+			_, err := shared.CommitFilesOn(repo, branch, map[string]string{path: content}, "external edit")
 			require.NoError(t, err)
 		},
 	}

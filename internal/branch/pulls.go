@@ -26,6 +26,9 @@ type pullExec struct {
 	// changes neither reads the pull request rather than editing it.
 	sentTitle, sentBody string
 	summary             pullSummary
+	// update is the summary of the commits since the last pull request
+	// step: after a merge or close, what the next pull request starts with.
+	update pullSummary
 	// fresh: the next commit starts afresh from the base (after a merge, a
 	// close, or a conflict rebuilt).
 	fresh bool
@@ -180,6 +183,7 @@ func (w *Worker) pullCommitted(win *window, plan *windowPlan) {
 	}
 	w.pr.fresh = false
 	w.pr.summary.addCommit(plan.changes, win.author.Name)
+	w.pr.update.addCommit(plan.changes, win.author.Name)
 }
 
 // pullRequestStep is the pull request request after commits landed on the
@@ -193,6 +197,7 @@ func (w *Worker) pullRequestStep(ctx context.Context) {
 	if p == nil {
 		return
 	}
+	defer func() { p.update = pullSummary{} }()
 	prs, ok := w.cfg.Forge.(forges.PullRequester)
 	if !ok {
 		if !p.told {
@@ -218,7 +223,31 @@ func (w *Worker) pullRequestStep(ctx context.Context) {
 		}
 	}
 	w.apply(v, pr)
+	if !v.keep && v.rebuild && !forges.CommitsMergeParent(w.cfg.Forge) {
+		w.reopen(ctx, prs)
+	}
 	w.emitPullRequest(w.pullInfo(mergeErr), v.rebuild)
+}
+
+// reopen opens the next pull request at once after a merge or close on a
+// forge without merge commits: the head keeps the commits this update made
+// after the merge (or the closed one's), which the base does not have,
+// and a rebuild that finds nothing else to change would commit nothing
+// and so open nothing. A failure is retried at the next update.
+func (w *Worker) reopen(ctx context.Context, prs forges.PullRequester) {
+	p := w.pr
+	p.fresh = false // nothing to start afresh from: the head carries on
+	p.summary = p.update
+	title, body, err := w.renderPullRequest(p.summary)
+	if err != nil {
+		return
+	}
+	pr, err := w.openPullRequest(ctx, prs, forges.PullRequestOptions{Head: w.cfg.Key.Branch, Base: p.settings.Base, Title: title, Body: body})
+	if err != nil {
+		w.cfg.Log.Info("opening the next pull request failed; retried at the next update", "error", err.Error())
+		return
+	}
+	p.number, p.url, p.noneOpen, p.last = pr.Number, pr.URL, false, pr
 }
 
 // pullRequestRequest renders the title and body and makes the update's

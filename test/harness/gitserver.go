@@ -203,7 +203,12 @@ func (s *GitServer) CreateRepoWithCommit(name string, files map[string]string) (
 // main branch of repository name, as another writer to the remote would, and
 // returns the new commit's hash.
 func (s *GitServer) CommitFiles(name string, files map[string]string, message string) (string, error) {
-	return s.commitOnMain(name, message, func(workTree string, git func(args ...string) error) error {
+	return s.CommitFilesOn(name, "main", files, message)
+}
+
+// CommitFilesOn is CommitFiles on top of branch, which must exist.
+func (s *GitServer) CommitFilesOn(name, branch string, files map[string]string, message string) (string, error) {
+	return s.commitOn(name, branch, message, func(workTree string, git func(args ...string) error) error {
 		if err := writeFiles(workTree, files); err != nil {
 			return fmt.Errorf("writing files to commit: %w", err)
 		}
@@ -221,14 +226,16 @@ func (s *GitServer) CommitFiles(name string, files map[string]string, message st
 // repository name, as a human cleaning up would, and returns the new
 // commit's hash.
 func (s *GitServer) RemoveFiles(name string, paths []string, message string) (string, error) {
-	return s.commitOnMain(name, message, func(_ string, git func(args ...string) error) error {
+	return s.commitOn(name, "main", message, func(_ string, git func(args ...string) error) error {
 		return git(append([]string{"rm", "--cached", "--quiet", "--"}, paths...)...)
 	})
 }
 
-// commitOnMain commits on top of main what stage puts in the index, which
-// starts as main's tree; stage runs git on the index and an empty work tree.
-func (s *GitServer) commitOnMain(name, message string, stage func(workTree string, git func(args ...string) error) error) (string, error) {
+// commitOn commits on top of branch what stage puts in the index, which
+// starts as branch's tree; stage runs git on the index and an empty work
+// tree. A branch that does not exist yet (main of an empty repository)
+// gets a root commit.
+func (s *GitServer) commitOn(name, branch, message string, stage func(workTree string, git func(args ...string) error) error) (string, error) {
 	workTree, err := os.MkdirTemp(s.tmpDir, "worktree-")
 	if err != nil {
 		return "", fmt.Errorf("creating a work tree to commit to %q: %w", name, err)
@@ -237,22 +244,44 @@ func (s *GitServer) commitOnMain(name, message string, stage func(workTree strin
 	// The index lives outside the work tree, so it is never staged itself.
 	env := append(commitIdentityEnv(), "GIT_INDEX_FILE="+workTree+".index")
 	defer os.Remove(workTree + ".index")
+	gitOut := func(args ...string) (string, error) {
+		out, err := s.runGit(env, append([]string{"--git-dir=" + s.RepoPath(name), "--work-tree=" + workTree}, args...)...)
+		return strings.TrimSpace(out), err
+	}
 	git := func(args ...string) error {
-		_, err := s.runGit(env, append([]string{"--git-dir=" + s.RepoPath(name), "--work-tree=" + workTree}, args...)...)
+		_, err := gitOut(args...)
 		return err
 	}
-	if _, err := s.Git(name, "rev-parse", "--verify", "--quiet", "refs/heads/main"); err == nil {
-		if err := git("read-tree", "refs/heads/main"); err != nil {
+	ref := "refs/heads/" + branch
+	parent, err := s.Git(name, "rev-parse", "--verify", "--quiet", ref)
+	if err != nil {
+		parent = ""
+	} else {
+		if err := git("read-tree", ref); err != nil {
 			return "", fmt.Errorf("reading the head of %q: %w", name, err)
 		}
 	}
 	if err := stage(workTree, git); err != nil {
 		return "", fmt.Errorf("staging a commit to %q: %w", name, err)
 	}
-	if err := git("commit", "--quiet", "-m", message); err != nil {
-		return "", fmt.Errorf("committing to %q: %w", name, err)
+	// commit-tree and update-ref rather than commit, which writes HEAD
+	// only: the branch moves from the parent read above or not at all.
+	tree, err := gitOut("write-tree")
+	if err != nil {
+		return "", fmt.Errorf("writing the tree to commit to %q: %w", name, err)
 	}
-	return s.Git(name, "rev-parse", "refs/heads/main")
+	commitArgs := []string{"commit-tree", tree, "-m", message}
+	if parent != "" {
+		commitArgs = append(commitArgs, "-p", parent)
+	}
+	commit, err := gitOut(commitArgs...)
+	if err == nil {
+		err = git("update-ref", ref, commit, parent)
+	}
+	if err != nil {
+		return "", fmt.Errorf("committing to %s of %q: %w", branch, name, err)
+	}
+	return commit, nil
 }
 
 func writeFiles(dir string, files map[string]string) error {

@@ -37,7 +37,11 @@ func requestCredential(r *http.Request) *credential {
 // createCommit is "Create a commit": message, tree, parents, and optional
 // author, committer and signature. "By default, the author will be the
 // authenticated user and the current date"; "By default, committer will use
-// the information set in author" (docCommits).
+// the information set in author" (docCommits). parents: "If omitted or
+// empty, the commit will be written as a root commit. For a single parent,
+// an array of one SHA should be provided; for a merge commit, an array of
+// more than one should be provided" (docCommits): every parent is kept, in
+// order, and each must be a commit of the repository.
 func (s *Server) createCommit(w http.ResponseWriter, r *http.Request) {
 	const doc = docCommits + "#create-a-commit"
 	repo, ok := s.gitDataRepository(w, r, doc)
