@@ -113,6 +113,10 @@ func TestAPullRequestTargetKeepsOneRollingPullRequestOnGitea(t *testing.T) {
 	defer func() {
 		if t.Failed() {
 			t.Logf("status.pullRequest at the failure: %+v; condition %+v", pullRequestStatus(t, ns), targetCondition(t, ns, "mirror", v1alpha3.ConditionPullRequest))
+			if pr, _, err := api.GetPullRequest(owner, name, first.Number); err == nil {
+				br, _, _ := api.GetRepoBranch(owner, name, head)
+				t.Logf("pull request #%d: merged %t, head.sha %s, merged commit %v; head branch at %s", pr.Index, pr.HasMerged, pr.Head.Sha, pr.MergedCommitID, br.Commit.ID)
+			}
 		}
 	}()
 	require.Equal(t, first.Number, pullRequestStatus(t, ns).Number)
