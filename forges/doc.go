@@ -10,5 +10,8 @@
 // keeps one pull request open from the operator's head branch into a
 // protected base, and a BaseMerger brings the base into that head on the
 // server, guarded by the head the caller read. Forges without pull
-// requests (plain Git) implement neither.
+// requests (plain Git) implement neither. A pull request reports whether
+// it merges (PullRequest.Mergeable), a FileLinker links a branch's files,
+// and a commit may carry a merge parent (CommitRequest.MergeParent), which
+// a MergeCommitter makes and any other forge refuses.
 package forges

@@ -65,7 +65,10 @@ type pullResponse struct {
 	} `json:"head"`
 	Base struct {
 		Ref string `json:"ref"`
+		SHA string `json:"sha"`
 	} `json:"base"`
+	Mergeable bool   `json:"mergeable"`
+	MergeBase string `json:"merge_base"`
 }
 
 func (p pullResponse) pullRequest() forges.PullRequest {
@@ -77,7 +80,34 @@ func (p pullResponse) pullRequest() forges.PullRequest {
 		state = forges.PullRequestOpen
 	}
 	return forges.PullRequest{Number: p.Number, URL: p.HTMLURL, State: state, Head: p.Head.Ref, Base: p.Base.Ref,
-		HeadCommit: p.Head.SHA, Title: p.Title, Body: p.Body}
+		HeadCommit: p.Head.SHA, Title: p.Title, Body: p.Body, Mergeable: p.mergeState()}
+}
+
+// mergeState reads Gitea's mergeable, which is false not only on a
+// conflict but also while Gitea checks the pull request (after every push
+// to its head or base), after a failed check, and for a work-in-progress
+// title (models/issues.PullRequest.Mergeable: "Being conflict checked. Has
+// a conflict. Received a error while being conflict checked. Is a
+// work-in-progress pull request."); the API says no more. So false reads
+// as conflicting only when the base moved past the merge base Gitea last
+// computed (base.sha is the base branch's head, merge_base the merge
+// base), which every conflict needs; a base that did not move cannot
+// conflict, and false then reads clean. Right after a push to the base
+// that does not conflict, while Gitea checks, this reads conflicting for
+// that moment: MergeBaseIntoHead then merges the base in, which the
+// pull request could take anyway.
+func (p pullResponse) mergeState() forges.MergeState {
+	switch {
+	case p.State != "open" || p.Merged:
+		return forges.MergeUnknown
+	case p.Mergeable:
+		return forges.MergeClean
+	case p.MergeBase != "" && p.MergeBase == p.Base.SHA:
+		return forges.MergeClean
+	case p.MergeBase == "" || p.Base.SHA == "":
+		return forges.MergeUnknown
+	}
+	return forges.MergeConflicting
 }
 
 type pullOptions struct {

@@ -123,3 +123,28 @@ func TestAPullRequestUpdateOnGiteaCostsOneRequest(t *testing.T) {
 	require.Len(t, pulls, 1, "ten updates, one pull request")
 	require.Equal(t, head, pulls[0].Head.Sha)
 }
+
+// TestAMergeParentCommitOnGitea: through a push the merge commit is built
+// by the git forge and costs no API request; on the API path (ChangeFiles
+// makes commits of one parent) it is refused before any request.
+func TestAMergeParentCommitOnGitea(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	repo := createRepo(t, "merge-parent", map[string]string{"README.md": "hello\n"})
+	pusher := newPushingClient(t, repo, server.Token())
+	require.True(t, forges.CommitsMergeParent(pusher))
+	head := startPullHead(t, ctx, pusher, repo, put("apps/cm.yaml", "a: 1\n"))
+	base := externalCommit(t, repo, "main", map[string]string{"docs/other.md": "someone else\n"})
+
+	client, counter := newCountingClient(t, repo)
+	require.False(t, forges.CommitsMergeParent(client), "ChangeFiles makes commits of one parent")
+	fresh := forges.CommitRequest{Branch: pullHead, ExpectedHead: head, MergeParent: base, Message: "fresh\n",
+		Changes: []gitfile.Change{put("apps/cm.yaml", "a: 2\n")}}
+	_, err := client.Commit(ctx, fresh)
+	require.ErrorIs(t, err, forges.ErrMergeParentUnsupported)
+	require.Empty(t, counter.take(), "refused before any request")
+
+	merged, err := pusher.Commit(ctx, fresh)
+	require.NoError(t, err)
+	require.Equal(t, []string{head, base}, describeCommit(t, repo, merged.Commit).Parents)
+}

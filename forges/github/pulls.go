@@ -171,7 +171,12 @@ func (c *Client) MergeBaseIntoHead(ctx context.Context, number int64, expectedHe
 }
 
 // pullRequestOf maps go-github's pull request. The list endpoint leaves
-// "merged" out; merged_at says it there.
+// "merged" out; merged_at says it there. mergeable is true, false, or null
+// while GitHub computes it: "If the value is null, then GitHub has started
+// a background job to compute the mergeability. After giving the job time
+// to complete, resubmit the request" ("Get a pull request",
+// https://docs.github.com/rest/pulls/pulls#get-a-pull-request); the list
+// leaves it out (MergeUnknown).
 func pullRequestOf(pull *github.PullRequest) forges.PullRequest {
 	state := forges.PullRequestClosed
 	switch {
@@ -183,6 +188,18 @@ func pullRequestOf(pull *github.PullRequest) forges.PullRequest {
 	return forges.PullRequest{
 		Number: int64(pull.GetNumber()), URL: pull.GetHTMLURL(), State: state,
 		Head: pull.GetHead().GetRef(), Base: pull.GetBase().GetRef(), HeadCommit: pull.GetHead().GetSHA(),
-		Title: pull.GetTitle(), Body: pull.GetBody(),
+		Title: pull.GetTitle(), Body: pull.GetBody(), Mergeable: mergeStateOf(pull.Mergeable),
 	}
+}
+
+// mergeStateOf reads GitHub's mergeable: true clean, false conflicting,
+// null (or absent) unknown.
+func mergeStateOf(mergeable *bool) forges.MergeState {
+	switch {
+	case mergeable == nil:
+		return forges.MergeUnknown
+	case *mergeable:
+		return forges.MergeClean
+	}
+	return forges.MergeConflicting
 }

@@ -114,3 +114,39 @@ func TestAnUpdateCostsTheCommitAndOnePullRequestRequest(t *testing.T) {
 		require.Equal(t, []string{want}, made)
 	}
 }
+
+// TestAMergeParentCommitCostsTheSameThreeRequests: starting the head
+// afresh from a base that moved (forges.CommitRequest.MergeParent) is the
+// commit's 3 requests when the client knows the base's tree (the worker
+// planned on it, reading it with Tree), and one more, the base commit's
+// read, when it does not.
+func TestAMergeParentCommitCostsTheSameThreeRequests(t *testing.T) {
+	sim, repo, client, head := pullRepo(t, put("apps/cm-0.yaml", "n: 0\n"))
+	ctx := context.Background()
+	other := newTokenClient(t, sim, repo, goodToken)
+	moved, err := other.Commit(ctx, commitRequest("main", mainHead(t, other), put("docs/other.md", "someone else\n")))
+	require.NoError(t, err)
+
+	fresh := commitRequest(headBranch, head, put("apps/cm-1.yaml", "n: 1\n"))
+	fresh.MergeParent = moved.Commit
+	var merged forges.CommitResult
+	made := record(t, sim, func() {
+		merged, err = client.Commit(ctx, fresh)
+		require.NoError(t, err)
+	})
+	require.Equal(t, []string{"GET git/commits/" + moved.Commit, "POST git/trees", "POST git/commits",
+		"PATCH git/refs/heads/" + headBranch}, made, "the base's tree was not known: its commit is read")
+
+	moved, err = other.Commit(ctx, commitRequest("main", moved.Commit, put("docs/more.md", "more\n")))
+	require.NoError(t, err)
+	_, err = client.Tree(ctx, moved.Commit, "apps")
+	require.NoError(t, err)
+	fresh = commitRequest(headBranch, merged.Commit, put("apps/cm-2.yaml", "n: 2\n"))
+	fresh.MergeParent = moved.Commit
+	made = record(t, sim, func() {
+		_, err = client.Commit(ctx, fresh)
+		require.NoError(t, err)
+	})
+	require.Equal(t, []string{"POST git/trees", "POST git/commits", "PATCH git/refs/heads/" + headBranch}, made,
+		"planned on the base's tree, read with Tree: the commit's 3 requests")
+}

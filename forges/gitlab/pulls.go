@@ -132,6 +132,26 @@ func pullRequestOf(mr *gl.BasicMergeRequest) forges.PullRequest {
 	}
 	return forges.PullRequest{
 		Number: mr.IID, URL: mr.WebURL, State: state, Head: mr.SourceBranch, Base: mr.TargetBranch,
-		HeadCommit: mr.SHA, Title: mr.Title, Body: mr.Description,
+		HeadCommit: mr.SHA, Title: mr.Title, Body: mr.Description, Mergeable: mergeStateOf(mr),
 	}
+}
+
+// mergeStateOf reads detailed_merge_status ("conflict: There are conflicts
+// between the source and target branches"; "checking" and "unchecked"
+// while Git has not tested the merge yet; the other values are reasons
+// other than conflicts, such as approvals or pipelines) and has_conflicts
+// (https://docs.gitlab.com/api/merge_requests/#merge-status). A merge
+// request that is not open has nothing to merge: MergeUnknown.
+func mergeStateOf(mr *gl.BasicMergeRequest) forges.MergeState {
+	switch {
+	case mr.State != "opened":
+		return forges.MergeUnknown
+	case mr.HasConflicts || mr.DetailedMergeStatus == "conflict":
+		return forges.MergeConflicting
+	}
+	switch mr.DetailedMergeStatus {
+	case "", "unchecked", "checking", "preparing", "approvals_syncing":
+		return forges.MergeUnknown
+	}
+	return forges.MergeClean
 }

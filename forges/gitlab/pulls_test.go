@@ -119,3 +119,18 @@ func TestAMergeRequestUpdateCostsTheCommitAndOneRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 1, "ten updates, one merge request")
 }
+
+// TestAMergeParentCommitIsRefusedSendingNothing: GitLab's commits API makes
+// commits of one parent, so a merge-parent commit is refused before any
+// request, and the executor commits on the old head instead.
+func TestAMergeParentCommitIsRefusedSendingNothing(t *testing.T) {
+	server := startServer(t)
+	_, client, headCommit := mergeRequestProject(t, server)
+	require.False(t, forges.CommitsMergeParent(client))
+	base := head(t, client, "main")
+	server.ResetRequests()
+	_, err := client.Commit(context.Background(), forges.CommitRequest{Branch: headBranch, ExpectedHead: headCommit,
+		MergeParent: base, Message: "fresh\n", Author: author(), Changes: []gitfile.Change{put("apps/cm.yaml", "a: 2\n")}})
+	require.ErrorIs(t, err, forges.ErrMergeParentUnsupported)
+	require.Empty(t, server.Requests(), "the commit sent nothing")
+}

@@ -94,21 +94,21 @@ type verdict struct {
 	note     string
 }
 
-// judgePullRequest decides what follows a pull request's state: merged
-// at the worker's last commit → start afresh; merged at another head, or
-// closed → afresh and rebuilt (the closed one's changes, or the commits
-// made after the merge, are in the cluster and not in the base); open and
-// conflicting → the forge merges the base in when it can, else the head
-// is rebuilt on the base when the forge makes merge commits, else a human
-// resolves it.
-func judgePullRequest(pr forges.PullRequest, lastCommit string, baseMerger, mergeParent bool) verdict {
+// judgePullRequest decides what follows a pull request's state: merged or
+// closed → start afresh from the base and rebuild. The worker learns of a
+// merge at its next update, after that update's commits landed on the old
+// head: the merged pull request cannot hold them (a forge's head commit
+// of a merged pull request is no proof: Gitea's follows the branch), so
+// the path is written again from the cluster on the base, which commits
+// only what the base lacks. A closed one's changes are in the cluster and
+// not in the base. Open and conflicting → the forge merges the base in
+// when it can, else the head is rebuilt on the base when the forge makes
+// merge commits, else a human resolves it.
+func judgePullRequest(pr forges.PullRequest, baseMerger, mergeParent bool) verdict {
 	switch pr.State {
 	case forges.PullRequestMerged:
-		if pr.HeadCommit != "" && pr.HeadCommit == lastCommit {
-			return verdict{fresh: true, note: fmt.Sprintf("#%d was merged; the next change opens a new pull request", pr.Number)}
-		}
 		return verdict{fresh: true, rebuild: true,
-			note: fmt.Sprintf("#%d was merged without the head's last commits; the next pull request rewrites the path from the cluster", pr.Number)}
+			note: fmt.Sprintf("#%d was merged; the next pull request carries the changes made since", pr.Number)}
 	case forges.PullRequestClosed:
 		return verdict{fresh: true, rebuild: true,
 			note: fmt.Sprintf("#%d was closed; the next pull request rewrites the path from the cluster", pr.Number)}
@@ -212,7 +212,7 @@ func (w *Worker) pullRequestStep(ctx context.Context) {
 		w.emitPullRequest(w.pullInfo(err), false)
 		return
 	}
-	v := judgePullRequest(pr, w.state.head, isBaseMerger(w.cfg.Forge), forges.CommitsMergeParent(w.cfg.Forge))
+	v := judgePullRequest(pr, isBaseMerger(w.cfg.Forge), forges.CommitsMergeParent(w.cfg.Forge))
 	var mergeErr error
 	if v.mergeBase {
 		err := w.cfg.Forge.(forges.BaseMerger).MergeBaseIntoHead(ctx, pr.Number, pr.HeadCommit)

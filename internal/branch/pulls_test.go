@@ -45,15 +45,14 @@ func TestJudgePullRequest(t *testing.T) {
 	}{
 		{"open and clean: kept", pr(forges.PullRequestOpen, "c1", forges.MergeClean), true, true, verdict{keep: true}},
 		{"open, mergeability unknown: kept", pr(forges.PullRequestOpen, "c1", forges.MergeUnknown), true, true, verdict{keep: true}},
-		{"merged at the last commit: fresh, no rebuild", pr(forges.PullRequestMerged, "c1", ""), true, true, verdict{fresh: true}},
-		{"merged at another head: fresh and rebuilt", pr(forges.PullRequestMerged, "c0", ""), true, true, verdict{fresh: true, rebuild: true}},
+		{"merged: fresh and rebuilt (the update's commits are not in it)", pr(forges.PullRequestMerged, "c1", ""), true, true, verdict{fresh: true, rebuild: true}},
 		{"closed: fresh and rebuilt", pr(forges.PullRequestClosed, "c1", ""), false, false, verdict{fresh: true, rebuild: true}},
 		{"conflicting, the forge merges the base in", pr(forges.PullRequestOpen, "c1", forges.MergeConflicting), true, true, verdict{keep: true, mergeBase: true}},
 		{"conflicting, no base merger: rebuilt with a merge parent", pr(forges.PullRequestOpen, "c1", forges.MergeConflicting), false, true, verdict{keep: true, fresh: true, rebuild: true}},
 		{"conflicting, neither (GitLab): a human resolves it", pr(forges.PullRequestOpen, "c1", forges.MergeConflicting), false, false, verdict{keep: true, conflict: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := judgePullRequest(tc.pr, "c1", tc.baseMerger, tc.mergeParent)
+			got := judgePullRequest(tc.pr, tc.baseMerger, tc.mergeParent)
 			if tc.want.fresh || tc.want.conflict {
 				require.NotEmpty(t, got.note, "what happened is said in the pull request")
 			}

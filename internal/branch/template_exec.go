@@ -77,28 +77,25 @@ func (w *walker) rangeOver(n *parse.RangeNode, dot any) error {
 
 // rangeItems are the elements of the lists templates range over.
 func rangeItems(v any) ([]any, error) {
-	var items []any
 	switch x := v.(type) {
 	case []Change:
-		for _, c := range x {
-			items = append(items, c)
-		}
+		return anys(x), nil
 	case []TypeCount:
-		for _, c := range x {
-			items = append(items, c)
-		}
+		return anys(x), nil
 	case []PullFile:
-		for _, f := range x {
-			items = append(items, f)
-		}
+		return anys(x), nil
 	case []string:
-		for _, s := range x {
-			items = append(items, s)
-		}
-	default:
-		return nil, fmt.Errorf("range over %T", v)
+		return anys(x), nil
 	}
-	return items, nil
+	return nil, fmt.Errorf("range over %T", v)
+}
+
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
 }
 
 // pipe evaluates a pipeline: each command's result is the last argument of

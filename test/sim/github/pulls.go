@@ -39,6 +39,9 @@ type pullRequest struct {
 	mergeCommit plumbing.Hash
 	headSHA     plumbing.Hash
 	author      string
+	// mergeability is the last computed mergeability and the heads it
+	// was computed for (mergeability.go).
+	mergeability mergeability
 }
 
 // headOf is the commit the pull request's head is at: the branch while it
@@ -74,6 +77,10 @@ type pullJSON struct {
 	MergeCommitSHA *string       `json:"merge_commit_sha"`
 	Head           branchRefJSON `json:"head"`
 	Base           branchRefJSON `json:"base"`
+	// Mergeable and MergeableState are in the full pull request only
+	// (mergeability.go); the list leaves them out.
+	Mergeable      *bool  `json:"mergeable,omitempty"`
+	MergeableState string `json:"mergeable_state,omitempty"`
 }
 
 // validationError is GitHub's 422 with one entry in its errors array.
@@ -178,6 +185,7 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 	if query.Has("head") {
 		head, headOK = headBranch(repo, query.Get("head"))
 	}
+	// "pull-request-simple": no mergeable (mergeability.go).
 	out := []pullJSON{}
 	for _, pr := range slices.Backward(repo.pulls) {
 		if !headOK || (head != "" && pr.head != head) || (query.Has("base") && pr.base != query.Get("base")) {
@@ -242,14 +250,14 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 	pr := &pullRequest{number: repo.nextPull, head: head, base: body.Base, title: body.Title, body: body.Body,
 		open: true, createdAt: s.config.now(), headSHA: headCommit, author: requestCredential(r).identity.Name}
 	repo.pulls = append(repo.pulls, pr)
-	writeJSON(w, http.StatusCreated, s.pullResponse(repo, pr))
+	writeJSON(w, http.StatusCreated, s.fullPullResponse(repo, pr))
 }
 
 // getPull is "Get a pull request": 200, or 404 (docPulls#get-a-pull-request).
 func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
 	repo, pr, ok := s.lookupPull(w, r, docPulls+"#get-a-pull-request")
 	if ok {
-		writeJSON(w, http.StatusOK, s.pullResponse(repo, pr))
+		writeJSON(w, http.StatusOK, s.fullPullResponse(repo, pr))
 	}
 }
 
@@ -285,7 +293,7 @@ func (s *Server) updatePull(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, s.pullResponse(repo, pr))
+	writeJSON(w, http.StatusOK, s.fullPullResponse(repo, pr))
 }
 
 // updatePullBranch is "Update a pull request branch": "Updates the pull

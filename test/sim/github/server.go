@@ -59,6 +59,9 @@ type config struct {
 	contentPerHour       int
 	treeEntryLimit       int
 	installationTokenTTL time.Duration
+	// mergeableAtOnce: the mergeability job has finished before the
+	// first answer (mergeability.go).
+	mergeableAtOnce bool
 }
 
 // Option configures a simulator.
@@ -85,6 +88,12 @@ func WithContentLimit(perMinute, perHour int) Option {
 // WithTreeEntryLimit sets how many entries a recursive tree lists before it
 // is truncated (default 100,000, GitHub's documented limit).
 func WithTreeEntryLimit(n int) Option { return func(c *config) { c.treeEntryLimit = n } }
+
+// WithMergeableAtOnce makes the mergeability job finish before the answer
+// that starts it, so a pull request never reads mergeable null: the other
+// schedule GitHub's documentation allows (mergeability.go). By default the
+// first answer after the head or base moved is null.
+func WithMergeableAtOnce() Option { return func(c *config) { c.mergeableAtOnce = true } }
 
 // WithInstallationTokenTTL sets how long an installation token lives
 // (default one hour, as documented).

@@ -64,7 +64,32 @@ func (s *Server) mergeRequestJSON(p *project, mr *mergeRequest) map[string]any {
 	if !mr.mergeCommit.IsZero() {
 		out["merge_commit_sha"] = mr.mergeCommit.String()
 	}
+	out["merge_status"], out["detailed_merge_status"], out["has_conflicts"] = mergeStatus(p, mr)
 	return out
+}
+
+// mergeStatus is the merge request's merge status ("Merge status",
+// docMergeRequests#merge-status): detailed_merge_status "conflict" ("There
+// are conflicts between the source and target branches"), "mergeable"
+// ("The branch can merge cleanly into the target branch") or "not_open";
+// has_conflicts ("Indicates if merge request has conflicts and cannot be
+// merged"); and the deprecated merge_status ("can_be_merged",
+// "cannot_be_merged"). GitLab checks the merge in the background
+// ("checking", "unchecked" meanwhile); the simulator checks it before it
+// answers, the three-way merge of the source into the target
+// (gitobjects.MergeFiles).
+func mergeStatus(p *project, mr *mergeRequest) (status, detailed string, conflicts bool) {
+	if mr.state != "opened" {
+		return "can_be_merged", "not_open", false
+	}
+	_, paths, err := p.MergeCommits(p.branches[mr.target], mr.headOf(p))
+	switch {
+	case err != nil:
+		return "cannot_be_merged", "broken_status", false
+	case len(paths) > 0:
+		return "cannot_be_merged", "conflict", true
+	}
+	return "can_be_merged", "mergeable", false
 }
 
 // routeMergeRequests serves /projects/:id/merge_requests[/:iid[/merge]];

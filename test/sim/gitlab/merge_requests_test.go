@@ -34,8 +34,15 @@ func TestMergeRequestStatusesFollowTheDocs(t *testing.T) {
 	require.Equal(t, http.StatusConflict, second.status)
 	require.Equal(t, []any{"Another open merge request already exists for this source branch: !1"}, second.json(t)["message"])
 
+	require.Equal(t, "mergeable", first.json(t)["detailed_merge_status"])
+	require.Equal(t, false, first.json(t)["has_conflicts"])
+
 	_, err = s.Commit("g/mr", "main", "a human edits a.yaml on main", map[string]string{"a.yaml": "a: human\n"})
 	require.NoError(t, err)
+	status := call(t, s, "GET", "/projects/g%2Fmr/merge_requests/1", authed(), nil).json(t)
+	require.Equal(t, "conflict", status["detailed_merge_status"], "detailed_merge_status says a conflict")
+	require.Equal(t, true, status["has_conflicts"])
+	require.Equal(t, "cannot_be_merged", status["merge_status"])
 	conflicting := call(t, s, "PUT", "/projects/g%2Fmr/merge_requests/1/merge", authed(), map[string]any{"sha": headSHA})
 	require.Equal(t, http.StatusNotAcceptable, conflicting.status, "both changed a.yaml")
 	require.Equal(t, "Branch cannot be merged", conflicting.message(t))

@@ -1,0 +1,195 @@
+package branch_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"code.gitea.io/sdk/gitea"
+	"github.com/stretchr/testify/require"
+	gl "gitlab.com/gitlab-org/api/client-go"
+
+	"github.com/configbutler/gitops-reverser/forges"
+	forgegitea "github.com/configbutler/gitops-reverser/forges/gitea"
+	forgegitlab "github.com/configbutler/gitops-reverser/forges/gitlab"
+	"github.com/configbutler/gitops-reverser/forges/gogit"
+	"github.com/configbutler/gitops-reverser/test/harness"
+	simgitlab "github.com/configbutler/gitops-reverser/test/sim/gitlab"
+)
+
+// pullForge is a forge with pull requests as the tests below drive it:
+// the client under test, and a reviewer on the forge (its own API, not
+// the client) that merges and lists.
+type pullForge struct {
+	forge forges.Forge
+	name  string
+	merge func(t *testing.T, number int64)
+	// open is how many pull requests from the head are open.
+	open func(t *testing.T) int
+	file func(t *testing.T, branch, path string) string
+}
+
+// runPullLifecycle is the lifecycle every forge with pull requests goes
+// through: the first change opens one, ten more update it, a merge is
+// followed by a new one whose merge leaves the base's own content alone.
+func runPullLifecycle(t *testing.T, f pullForge) {
+	r := startPR(t, f.forge, f.name)
+	first := r.change(t, cm("a", "0")).PullRequest
+	require.True(t, first.Supported)
+	require.NotZero(t, first.Number)
+	require.NoError(t, first.Err)
+	for i := 1; i <= 10; i++ {
+		start := time.Now()
+		o := r.change(t, cm("a", fmt.Sprint(i)))
+		t.Logf("update %d took %s", i, time.Since(start))
+		require.Equal(t, first.Number, o.PullRequest.Number)
+		require.NoError(t, o.PullRequest.Err)
+	}
+	require.Equal(t, 1, f.open(t), "one pull request")
+
+	f.merge(t, first.Number)
+	o := r.change(t, cm("b", "1"))
+	require.True(t, o.Rebuild)
+	o = r.rebuild(t, o, cm("a", "10"), cm("b", "1"))
+	require.NotEqual(t, first.Number, o.PullRequest.Number)
+	require.NotZero(t, o.PullRequest.Number)
+	require.Equal(t, 1, f.open(t))
+	f.merge(t, o.PullRequest.Number)
+	require.Equal(t, "base 1\n", f.file(t, prBase, prOutside))
+	require.Contains(t, f.file(t, prBase, "mirror/team/configmaps/a.yaml"), `v: "10"`)
+	require.Contains(t, f.file(t, prBase, "mirror/team/configmaps/b.yaml"), `v: "1"`)
+}
+
+const glToken = "glpat-branch"
+
+// gitlabProject starts the GitLab simulator with project seeded, and a
+// client on it.
+func gitlabProject(t *testing.T, project string) (*simgitlab.Server, *forgegitlab.Client) {
+	t.Helper()
+	server := simgitlab.Start()
+	t.Cleanup(server.Close)
+	server.AddToken(glToken, simgitlab.User{Username: "gitops-reverser", Name: "GitOps Reverser Bot", Email: "bot@example.com"})
+	_, err := server.CreateProject(project, map[string]string{"README.md": "hello\n", prOutside: "base 1\n"})
+	require.NoError(t, err)
+	client, err := forgegitlab.New(forgegitlab.Options{APIURL: server.APIURL(), Project: project, Token: glToken})
+	require.NoError(t, err)
+	return server, client
+}
+
+func TestPullRequestModeOnTheGitLabSimulator(t *testing.T) {
+	project := "g/lifecycle"
+	server, client := gitlabProject(t, project)
+	reviewer, err := gl.NewClient(glToken, gl.WithBaseURL(server.APIURL()), gl.WithoutRetries())
+	require.NoError(t, err)
+	runPullLifecycle(t, pullForge{forge: client, name: "gitlab",
+		merge: func(t *testing.T, number int64) {
+			_, _, err := reviewer.MergeRequests.AcceptMergeRequest(project, number, nil)
+			require.NoError(t, err)
+		},
+		open: func(t *testing.T) int {
+			mrs, _, err := reviewer.MergeRequests.ListProjectMergeRequests(project, &gl.ListProjectMergeRequestsOptions{
+				State: new("opened"), SourceBranch: new(prHead)})
+			require.NoError(t, err)
+			return len(mrs)
+		},
+		file: func(t *testing.T, branch, path string) string {
+			content, _ := server.File(project, branch, path)
+			return content
+		},
+	})
+}
+
+// TestABaseThatConflictsIsFlaggedOnGitLab: GitLab can neither merge the
+// target into the source nor make a merge commit through its API, so a
+// conflicting target is left to a human, and commits go on to the head.
+func TestABaseThatConflictsIsFlaggedOnGitLab(t *testing.T) {
+	project := "g/conflict"
+	server, client := gitlabProject(t, project)
+	r := startPR(t, client, "gitlab-conflict")
+	r.change(t, cm("a", "1"))
+	_, err := server.Commit(project, prBase, "someone else", map[string]string{
+		"mirror/team/configmaps/a.yaml": string(cm("a", "someone else's").YAML)})
+	require.NoError(t, err)
+	o := r.change(t, cm("b", "1"))
+	require.True(t, o.PullRequest.Conflict, "a human resolves it")
+	require.False(t, o.Rebuild)
+	require.NotEmpty(t, o.PullRequest.Note)
+	o = r.change(t, cm("c", "1"))
+	require.Contains(t, mustFile(t, server, project, prHead, "mirror/team/configmaps/c.yaml"), `v: "1"`, "commits go on")
+	require.True(t, o.PullRequest.Conflict)
+}
+
+func mustFile(t *testing.T, server *simgitlab.Server, project, branch, path string) string {
+	t.Helper()
+	content, ok := server.File(project, branch, path)
+	require.True(t, ok, "%s on %s", path, branch)
+	return content
+}
+
+func TestPullRequestModeOnGitea(t *testing.T) {
+	server, err := harness.StartGitea(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(server.Stop)
+	created, err := server.CreateRepo("lifecycle", false)
+	require.NoError(t, err)
+	repo := created.Name
+	admin := server.Client()
+	_, resp, err := admin.ChangeFiles(server.AdminUser(), repo, gitea.ChangeFilesOptions{Branch: prBase, Message: "seed",
+		Files: []*gitea.ChangeFileOperation{{Operation: "create", Path: prOutside, Content: b64("base 1\n")}}})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	opts := forgegitea.Options{BaseURL: server.URL(), Owner: server.AdminUser(), Repo: repo, Token: server.Token()}
+	cloneURL, err := forgegitea.CloneURL(opts)
+	require.NoError(t, err)
+	// Pushed over git, as the operator configures Gitea.
+	opts.Pusher, err = gogit.New(gogit.Options{URL: cloneURL, Auth: gogit.BasicAuth{Username: "git", Password: server.Token()}})
+	require.NoError(t, err)
+	client, err := forgegitea.New(opts)
+	require.NoError(t, err)
+	runPullLifecycle(t, pullForge{forge: client, name: "gitea",
+		merge: func(t *testing.T, number int64) { giteaMerge(t, server, repo, number) },
+		open: func(t *testing.T) int {
+			prs, _, err := admin.ListRepoPullRequests(server.AdminUser(), repo, gitea.ListPullRequestsOptions{State: gitea.StateOpen})
+			require.NoError(t, err)
+			return len(prs)
+		},
+		file: func(t *testing.T, branch, path string) string {
+			raw, _, err := admin.GetFile(server.AdminUser(), repo, branch, path)
+			require.NoError(t, err)
+			return string(raw)
+		},
+	})
+}
+
+// giteaMerge merges on Gitea, which answers 405 "try again later" while
+// it is still checking the pull request: polled on a ticker.
+func giteaMerge(t *testing.T, server *harness.Gitea, repo string, number int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		merged, resp, err := server.Client().MergePullRequest(server.AdminUser(), repo, number,
+			gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge})
+		if err == nil && merged {
+			return
+		}
+		status := 0
+		if resp != nil && resp.Response != nil {
+			status = resp.StatusCode
+		}
+		// 405 while Gitea still checks the pull request ("try again later").
+		require.True(t, status == http.StatusMethodNotAllowed, "merging #%d: %v (status %d)", number, err, status)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("Gitea never found pull request #%d mergeable", number)
+		case <-ticker.C:
+		}
+	}
+}
+
+func b64(content string) string { return base64.StdEncoding.EncodeToString([]byte(content)) }
