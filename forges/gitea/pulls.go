@@ -55,11 +55,9 @@ type pullResponse struct {
 	HTMLURL string `json:"html_url"`
 	State   string `json:"state"`
 	Merged  bool   `json:"merged"`
-	// MergeCommit is merge_commit_sha: the commit the merge made.
-	MergeCommit string `json:"merge_commit_sha"`
-	Title       string `json:"title"`
-	Body        string `json:"body"`
-	Head        struct {
+	Title   string `json:"title"`
+	Body    string `json:"body"`
+	Head    struct {
 		Ref string `json:"ref"`
 		SHA string `json:"sha"`
 	} `json:"head"`
@@ -177,38 +175,7 @@ func (c *Client) PullRequest(ctx context.Context, number int64) (forges.PullRequ
 	if err := c.call(ctx, http.MethodGet, c.pullPath(number, ""), nil, nil, &pull); err != nil {
 		return forges.PullRequest{}, classify(fmt.Sprintf("read pull request #%d", number), err)
 	}
-	if err := c.mergedHead(ctx, &pull); err != nil {
-		return forges.PullRequest{}, classify(fmt.Sprintf("read the merge of pull request #%d", number), err)
-	}
 	return pull.pullRequest(), nil
-}
-
-// mergedHead sets a merged pull request's head commit to the one that was
-// merged. Gitea (1.27, observed in test/e2e) answers head.sha of a merged
-// pull request from its head branch as it is now, so a commit pushed to
-// the head after the merge would look merged. The merge commit
-// (merge_commit_sha) names it: its second parent for the merge style; for
-// the others the merge commit itself, which is the head for a
-// fast-forward, and for a squash or rebase a commit that is no head of
-// the caller's, so the caller takes the head as not all merged. One
-// request more, only for a merged pull request.
-func (c *Client) mergedHead(ctx context.Context, pull *pullResponse) error {
-	if !pull.Merged || pull.MergeCommit == "" {
-		return nil
-	}
-	var commit struct {
-		Parents []struct {
-			SHA string `json:"sha"`
-		} `json:"parents"`
-	}
-	if err := c.call(ctx, http.MethodGet, c.repoPath("/git/commits/"+url.PathEscape(pull.MergeCommit)), nil, nil, &commit); err != nil {
-		return err
-	}
-	pull.Head.SHA = pull.MergeCommit
-	if len(commit.Parents) == 2 {
-		pull.Head.SHA = commit.Parents[1].SHA
-	}
-	return nil
 }
 
 // EditPullRequest sets the title and body: PATCH pulls/{index}.
@@ -217,9 +184,6 @@ func (c *Client) EditPullRequest(ctx context.Context, number int64, opts forges.
 	err := c.call(ctx, http.MethodPatch, c.pullPath(number, ""), nil, pullOptions{Title: opts.Title, Body: opts.Body}, &pull)
 	if err != nil {
 		return forges.PullRequest{}, classify(fmt.Sprintf("edit pull request #%d", number), err)
-	}
-	if err := c.mergedHead(ctx, &pull); err != nil {
-		return forges.PullRequest{}, classify(fmt.Sprintf("read the merge of pull request #%d", number), err)
 	}
 	return pull.pullRequest(), nil
 }
