@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/branch"
-	"github.com/configbutler/gitops-reverser/internal/forgeconn"
 )
 
 // Pull-request mode (docs/pull-request-mode.md): a GitTarget with
@@ -83,34 +80,10 @@ func writesAs(t *v1alpha3.GitTarget) string {
 // namespace, and keeps it: the older one that can write (holdsPath, the
 // rule paths follow). nil when t may write its branch as it says.
 func (r *GitTargetReconciler) headBranchHolder(ctx context.Context, t *v1alpha3.GitTarget, provider *v1alpha3.GitProvider) (*v1alpha3.GitTarget, error) {
-	var others v1alpha3.GitTargetList
-	if err := r.Client.List(ctx, &others); err != nil {
-		return nil, fmt.Errorf("listing GitTargets to check head branches: %w", err)
-	}
-	repository := forgeconn.RepositoryKey(provider.Spec.URL)
-	providers := map[client.ObjectKey]providerFacts{
-		{Namespace: t.Namespace, Name: provider.Name}: {repository: repository, ready: isReady(provider.Status.Conditions)},
-	}
 	mine := writesAs(t)
-	var holder *v1alpha3.GitTarget
-	for i := range others.Items {
-		o := &others.Items[i]
-		if o.Namespace == t.Namespace && o.Name == t.Name || !o.DeletionTimestamp.IsZero() ||
-			o.HeadBranch() != t.HeadBranch() || writesAs(o) == mine || !claimedFirst(o, t) {
-			continue
-		}
-		if holder != nil && claimedFirst(holder, o) {
-			continue
-		}
-		facts, err := r.providerOf(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Spec.ProviderRef.Name}, providers)
-		if err != nil {
-			return nil, err
-		}
-		if facts.repository == repository && holdsPath(o, facts.ready) {
-			holder = o
-		}
-	}
-	return holder, nil
+	return r.olderHolder(ctx, t, provider, "head branches", func(o *v1alpha3.GitTarget) bool {
+		return o.HeadBranch() == t.HeadBranch() && writesAs(o) != mine
+	})
 }
 
 func headBranchConflictMessage(t, holder *v1alpha3.GitTarget) string {

@@ -17,11 +17,11 @@ import (
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
-// giteaPullRequestMirror mirrors the ConfigMaps of ns, starting with one
-// named first, to path live of a Gitea repository in mode PullRequest:
-// main is the base, and only the head branches are allowed (nothing is
-// written to the base).
-func giteaPullRequestMirror(t *testing.T, g *harness.Gitea, ns, owner, repo string, allowed []string, push *v1alpha3.TargetPush) {
+// giteaMirrorWith is giteaMirror with the GitProvider's allowedBranches
+// and the GitTarget's spec.push given: in mode PullRequest, branch is the
+// base, and allowed names the head branches (nothing is written to the
+// base).
+func giteaMirrorWith(t *testing.T, g *harness.Gitea, ns, owner, repo, branch string, allowed []string, push *v1alpha3.TargetPush) {
 	t.Helper()
 	apply(t,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -36,7 +36,7 @@ func giteaPullRequestMirror(t *testing.T, g *harness.Gitea, ns, owner, repo stri
 			Push:            v1alpha3.PushSpec{CommitWindow: &metav1.Duration{Duration: 300 * time.Millisecond}},
 		}},
 		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
-			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "gitea"}, Branch: "main", Path: "live", Push: push}},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "gitea"}, Branch: branch, Path: "live", Push: push}},
 		watchRule(ns, "configmaps", "mirror", "configmaps"),
 		configMap(ns, "first", map[string]string{"v": "1"}),
 	)
@@ -81,7 +81,7 @@ func TestAPullRequestTargetKeepsOneRollingPullRequestOnGitea(t *testing.T) {
 		return pulls
 	}
 
-	giteaPullRequestMirror(t, g, ns, owner, name, []string{"gitops-reverser/*"}, &v1alpha3.TargetPush{Mode: v1alpha3.PushPullRequest})
+	giteaMirrorWith(t, g, ns, owner, name, "main", []string{"gitops-reverser/*"}, &v1alpha3.TargetPush{Mode: v1alpha3.PushPullRequest})
 	startOperator(t)
 
 	var first *v1alpha3.PullRequestStatus
@@ -186,7 +186,7 @@ func TestABadHeadBranchIsRefused(t *testing.T) {
 	require.Contains(t, err.Error(), "headBranch must be a valid Git branch name")
 
 	// main is allowed, the head branch (gitops-reverser/mirror) is not.
-	giteaPullRequestMirror(t, g, ns, owner, name, []string{"main"}, &v1alpha3.TargetPush{Mode: v1alpha3.PushPullRequest})
+	giteaMirrorWith(t, g, ns, owner, name, "main", []string{"main"}, &v1alpha3.TargetPush{Mode: v1alpha3.PushPullRequest})
 	startOperator(t)
 	eventuallyWithin(t, time.Minute, "Validated False naming the head branch", func() bool {
 		c := targetCondition(t, ns, "mirror", v1alpha3.ConditionValidated)
