@@ -83,6 +83,7 @@ func TestAPullRequestTargetKeepsOneRollingPullRequestOnGitHub(t *testing.T) {
 	require.Len(t, openPulls(), 1, "one pull request")
 	require.Equal(t, first.Number, pullRequestStatus(t, ns).Number)
 
+	replays := metricSumWhere(t, "gitopsreverser_watch_replays_total", map[string]string{"resource": "configmaps"})
 	merge(first.Number)
 	require.Contains(t, file("main", "settings"), `v: "2"`)
 	setData(t, ns, "settings", "3")
@@ -92,6 +93,12 @@ func TestAPullRequestTargetKeepsOneRollingPullRequestOnGitHub(t *testing.T) {
 		return second != nil && second.Number != 0 && second.Number != first.Number && second.State == "open"
 	})
 	require.Len(t, openPulls(), 1)
+	// The merge is learned after the change landed on the old head: the
+	// target's streams replay (Outcome.Rebuild), so the new pull request
+	// is written afresh from the cluster.
+	eventually(t, "the target's streams replayed for the rebuild", func() bool {
+		return metricSumWhere(t, "gitopsreverser_watch_replays_total", map[string]string{"resource": "configmaps"}) > replays
+	})
 
 	merge(second.Number)
 	require.Contains(t, file("main", "settings"), `v: "3"`)
