@@ -142,6 +142,10 @@ func (w *Worker) timerFired(ctx context.Context) {
 		w.restoreNow(ctx)
 		other = true
 	}
+	if due, ok := w.pullRecheckDue(); ok && !now.Before(due) {
+		w.pullRecheck(ctx)
+		other = true
+	}
 	if !other || !now.Before(w.wake) {
 		w.tick(ctx)
 	}
@@ -240,6 +244,9 @@ func (w *Worker) resetTimer(timer clock.Timer) {
 		wake = w.restoreBy
 	}
 	if due, ok := w.journalDue(); ok && due.Before(wake) {
+		wake = due
+	}
+	if due, ok := w.pullRecheckDue(); ok && due.Before(wake) {
 		wake = due
 	}
 	timer.Reset(max(wake.Sub(w.cfg.Clock.Now()), 0))

@@ -22,7 +22,7 @@ const (
 	DefaultPullRequestBody  = `Changes made in the cluster to {{.Target}}, mirrored by GitOps Reverser into ` +
 		"`{{.Head}}`" + `. Merging brings them into ` + "`{{.Base}}`" + `; the next change then opens a new pull request.
 
-**{{.Summary}}** in {{.Commits}} commits.
+**{{.Summary}}** (commits: {{.Commits}})
 {{if .Counts}}
 | Type | Added | Changed | Deleted |
 | --- | ---: | ---: | ---: |

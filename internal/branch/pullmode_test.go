@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	gh "github.com/google/go-github/v93/github"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/configbutler/gitops-reverser/forges"
 	forgegithub "github.com/configbutler/gitops-reverser/forges/github"
@@ -43,6 +44,12 @@ type prRig struct {
 // prBase, with target at path mirror.
 func startPR(t *testing.T, forge forges.Forge, name string) *prRig {
 	t.Helper()
+	return startPRWith(t, forge, name, nil)
+}
+
+// startPRWith is startPR with the config tuned (a fake clock).
+func startPRWith(t *testing.T, forge forges.Forge, name string, tune func(*branch.Config)) *prRig {
+	t.Helper()
 	tmpl, err := branch.ParsePullRequestTemplates("", "")
 	require.NoError(t, err)
 	r := &prRig{outcomes: make(chan branch.Outcome, 1024), done: make(chan struct{})}
@@ -50,6 +57,9 @@ func startPR(t *testing.T, forge forges.Forge, name string) *prRig {
 		CommitWindow: time.Hour, RetryBackoff: 20 * time.Millisecond, Log: testr.New(t),
 		PullRequest: &branch.PullRequestSettings{Base: prBase, Templates: tmpl}}
 	onOutcome(t, &cfg, branch.OutcomePullRequest, func(o branch.Outcome) { r.outcomes <- o })
+	if tune != nil {
+		tune(&cfg)
+	}
 	r.w = branch.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -226,7 +236,7 @@ func TestAPullRequestIsOpenedByTheFirstChangeAndUpdatedByTheNextTen(t *testing.T
 	require.Len(t, open, 1, "one pull request")
 	require.Equal(t, prHead, open[0].GetHead().GetRef())
 	body := open[0].GetBody()
-	require.Contains(t, body, "**1 added, 10 changed** in 11 commits.")
+	require.Contains(t, body, "**1 added, 10 changed** (commits: 11)")
 	require.Contains(t, body, "mirror/team/configmaps/a.yaml")
 	require.Contains(t, body, "<!-- gitops-reverser:summary ")
 	require.Equal(t, "Cluster changes to team/mirror", open[0].GetTitle())
@@ -296,7 +306,7 @@ func TestAClosedPullRequestRebuildsAFreshHead(t *testing.T) {
 	require.NotEqual(t, first, o.PullRequest.Number)
 	open := repo.pulls(t, "open")
 	require.Len(t, open, 1)
-	require.Contains(t, open[0].GetBody(), "in 1 commits", "a new pull request starts a new summary")
+	require.Contains(t, open[0].GetBody(), "(commits: 1)", "a new pull request starts a new summary")
 }
 
 func TestARestartedWorkerContinuesThePullRequestAndItsSummary(t *testing.T) {
@@ -312,7 +322,7 @@ func TestARestartedWorkerContinuesThePullRequestAndItsSummary(t *testing.T) {
 	require.Equal(t, number, o.PullRequest.Number, "the same pull request")
 	open := repo.pulls(t, "open")
 	require.Len(t, open, 1)
-	require.Contains(t, open[0].GetBody(), "**3 added** in 3 commits.", "the summary read back from the body and continued")
+	require.Contains(t, open[0].GetBody(), "**3 added** (commits: 3)", "the summary read back from the body and continued")
 }
 
 func TestAForgeWithoutPullRequestsPushesTheHeadBranchOnly(t *testing.T) {
@@ -396,4 +406,40 @@ func TestABaseThatConflictsIsRebuiltOnGitHub(t *testing.T) {
 	require.Contains(t, open[0].GetBody(), "rebuilt on the base", "the pull request says what happened")
 	repo.merge(t, number)
 	require.Equal(t, "base 2\n", repo.file(t, prBase, prOutside))
+}
+
+// TestAConflictSeenAfterAQuietSpellRebuildsOnGitHub: GitHub answers
+// mergeable null right after a push (the simulator's default schedule), so
+// the update's own request cannot see the conflict; once the branch has
+// been quiet for a minute the worker reads the pull request once more, and
+// that answer knows.
+func TestAConflictSeenAfterAQuietSpellRebuildsOnGitHub(t *testing.T) {
+	sim := startGitHubSim(t)
+	repo := newGHRepo(t, sim)
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := startPRWith(t, repo.client, repo.name, func(c *branch.Config) { c.Clock = clock })
+	r.change(t, cm("a", "1"))
+	_, err := sim.Commit(ghOwner, repo.name, prBase, map[string]string{
+		"mirror/team/configmaps/a.yaml": string(cm("a", "someone else's").YAML)}, "someone else")
+	require.NoError(t, err)
+	o := r.change(t, cm("b", "1"))
+	require.False(t, o.Rebuild, "GitHub does not know yet")
+
+	// The quiet minute passes on the fake clock, stepped on a ticker until
+	// the worker's timer (set when its loop came round) has fired.
+	ticker := time.NewTicker(10 * time.Millisecond)
+	defer ticker.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case o = <-r.outcomes:
+			require.True(t, o.Rebuild, "the conflict seen on the quiet read: rebuilt")
+			require.Contains(t, o.PullRequest.Note, "rebuilt")
+			return
+		case <-ticker.C:
+			clock.Step(10 * time.Second)
+		case <-deadline:
+			t.Fatal("the pull request was never read again")
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/configbutler/gitops-reverser/forges"
 )
@@ -40,7 +41,17 @@ type pullExec struct {
 	lastNote string
 	// last is the pull request as the forge last answered.
 	last forges.PullRequest
+	// recheckAt, when set, is when the pull request is read once more:
+	// the last answer did not know its mergeability (GitHub answers null
+	// right after a push), and the branch has been quiet since.
+	recheckAt time.Time
 }
+
+// pullRecheckQuiet is how long after an answer that did not know the
+// pull request's mergeability the worker reads it once more, unless a
+// commit (and its own request) came first: one request per quiet spell,
+// not per update.
+const pullRecheckQuiet = time.Minute
 
 func newPullExec(cfg Config) *pullExec {
 	if cfg.PullRequest == nil {
@@ -212,6 +223,37 @@ func (w *Worker) pullRequestStep(ctx context.Context) {
 		w.emitPullRequest(w.pullInfo(err), false)
 		return
 	}
+	w.judgeAnswer(ctx, prs, pr)
+}
+
+// pullRecheckDue is when the pull request is read once more, if it is.
+func (w *Worker) pullRecheckDue() (time.Time, bool) {
+	if w.pr == nil || w.pr.recheckAt.IsZero() {
+		return time.Time{}, false
+	}
+	return w.pr.recheckAt, true
+}
+
+// pullRecheck reads the pull request after a quiet spell and acts on its
+// state as after an update.
+func (w *Worker) pullRecheck(ctx context.Context) {
+	p := w.pr
+	p.recheckAt = time.Time{}
+	prs, ok := w.cfg.Forge.(forges.PullRequester)
+	if !ok || p.number == 0 {
+		return
+	}
+	pr, err := prs.PullRequest(ctx, p.number)
+	if err != nil {
+		w.cfg.Log.Info("reading the pull request failed", "number", p.number, "error", err.Error())
+		return
+	}
+	w.judgeAnswer(ctx, prs, pr)
+}
+
+// judgeAnswer acts on the forge's answer about the pull request and tells
+// the targets.
+func (w *Worker) judgeAnswer(ctx context.Context, prs forges.PullRequester, pr forges.PullRequest) {
 	v := judgePullRequest(pr, isBaseMerger(w.cfg.Forge), forges.CommitsMergeParent(w.cfg.Forge))
 	var mergeErr error
 	if v.mergeBase {
@@ -223,8 +265,12 @@ func (w *Worker) pullRequestStep(ctx context.Context) {
 		}
 	}
 	w.apply(v, pr)
-	if !v.keep && v.rebuild && !forges.CommitsMergeParent(w.cfg.Forge) {
+	if !v.keep && v.rebuild && !forges.CommitsMergeParent(w.cfg.Forge) && w.pr.update.Commits > 0 {
 		w.reopen(ctx, prs)
+	}
+	w.pr.recheckAt = time.Time{}
+	if v.keep && pr.State == forges.PullRequestOpen && pr.Mergeable == forges.MergeUnknown {
+		w.pr.recheckAt = w.cfg.Clock.Now().Add(pullRecheckQuiet)
 	}
 	w.emitPullRequest(w.pullInfo(mergeErr), v.rebuild)
 }

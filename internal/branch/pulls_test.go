@@ -96,7 +96,7 @@ func TestTheSummaryBlockIsReadBackAndContinued(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Cluster changes to team/mirror", title)
 	require.Contains(t, body, "| apps/Deployment | 0 | 1 | 0 |")
-	require.Contains(t, body, "**1 added, 1 changed** in 1 commits.")
+	require.Contains(t, body, "**1 added, 1 changed** (commits: 1)")
 	require.Contains(t, body, "Changed by: alice")
 
 	full := composeBody(body, s)
