@@ -103,4 +103,16 @@ func TestAPullRequestTargetKeepsOneRollingPullRequestOnGitHub(t *testing.T) {
 	merge(second.Number)
 	require.Contains(t, file("main", "settings"), `v: "3"`)
 	require.Contains(t, file("main", "second"), `v: "1"`)
+
+	// A younger direct target writing the head branch is refused, naming
+	// the older one; it writes nothing.
+	apply(t, &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "direct"},
+		Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "github"}, Branch: head, Path: "elsewhere"}})
+	eventually(t, "the direct target refused with HeadBranchConflict", func() bool {
+		c := targetCondition(t, ns, "direct", v1alpha3.ConditionValidated)
+		return c != nil && c.Reason == v1alpha3.ReasonHeadBranchConflict && strings.Contains(c.Message, ns+"/mirror")
+	})
+	require.Equal(t, metav1.ConditionTrue, conditionStatus(t, ns, "direct", v1alpha3.ConditionStalled))
+	require.Equal(t, v1alpha3.ReasonPullRequestOpen, targetCondition(t, ns, "mirror", v1alpha3.ConditionPullRequest).Reason,
+		"the older target goes on")
 }
