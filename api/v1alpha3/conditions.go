@@ -35,6 +35,11 @@ const (
 	// source API server currently answers.
 	ConditionSourceClusterReachable = "SourceClusterReachable"
 
+	// ConditionPullRequest (GitTarget in mode PullRequest) says where the
+	// target's pull request stands. It does not take Ready: the commits
+	// reach the head branch whatever it says.
+	ConditionPullRequest = "PullRequest"
+
 	// ConditionResourcesResolved (WatchRule, ClusterWatchRule) says the rule's
 	// resources resolved against discovery.
 	ConditionResourcesResolved = "ResourcesResolved"
@@ -132,6 +137,33 @@ const (
 	// since the operator waits for nothing and needs nobody. Resuming
 	// replays the streams into one catch-up commit.
 	ReasonSuspended = "Suspended"
+	// ReasonHeadBranchConflict: spec.push's head branch is one another
+	// GitTarget of the same repository also writes: a direct target on it,
+	// or a pull-request target with another base; or it is this target's
+	// own spec.branch. Nothing is written until it is unique.
+	ReasonHeadBranchConflict = "HeadBranchConflict"
+)
+
+// GitTarget reasons of the PullRequest condition (mode PullRequest).
+const (
+	// ReasonPullRequestOpen (True): the pull request is open and carries
+	// every commit so far.
+	ReasonPullRequestOpen = "PullRequestOpen"
+	// ReasonPullRequestPending (True): no pull request is open: none was
+	// needed yet, or the last one was merged or closed; the next change
+	// opens one.
+	ReasonPullRequestPending = "PullRequestPending"
+	// ReasonPullRequestsUnsupported (False): the forge has no pull
+	// requests (plain Git): the head branch is pushed, and a human opens
+	// the pull request.
+	ReasonPullRequestsUnsupported = "PullRequestsUnsupported"
+	// ReasonPullRequestConflict (False): the base moved and conflicts with
+	// the head, and the forge can neither merge it in nor take a rebuilt
+	// head; a human resolves it on the forge. Commits go on to the head.
+	ReasonPullRequestConflict = "PullRequestConflict"
+	// ReasonPullRequestFailing (False): the last pull request request
+	// failed; it is retried at the next update, and commits go on.
+	ReasonPullRequestFailing = "PullRequestFailing"
 )
 
 // Refusal reasons (GitTarget ObjectsWritten): why an object the rules

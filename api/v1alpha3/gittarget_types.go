@@ -9,6 +9,11 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:validation:XValidation:rule="has(self.providerRef)",message="providerRef is required: it names the GitProvider, in this namespace, to write through",fieldPath=".providerRef"
 // +kubebuilder:validation:XValidation:rule="has(self.branch)",message="branch is required: the Git branch to write",fieldPath=".branch"
 // +kubebuilder:validation:XValidation:rule="has(self.path)",message="path is required: the subtree this target owns, relative to the repository root ('.' for the root)",fieldPath=".path"
+// +kubebuilder:validation:XValidation:rule="!has(self.push) || !has(self.push.pullRequest) || !has(self.push.pullRequest.headBranch) || !has(self.branch) || self.push.pullRequest.headBranch != self.branch",message="headBranch must differ from branch: the pull request merges the head branch into branch",fieldPath=".push.pullRequest.headBranch"
+// Spec-level, so a push added to a target created without one is held to
+// them too.
+// +kubebuilder:validation:XValidation:rule="(has(self.push) && has(self.push.mode) ? self.push.mode : 'Direct') == (has(oldSelf.push) && has(oldSelf.push.mode) ? oldSelf.push.mode : 'Direct')",message="push.mode is immutable: the mode is part of the destination; delete the GitTarget and create it again",fieldPath=".push.mode"
+// +kubebuilder:validation:XValidation:rule="(has(self.push) && has(self.push.pullRequest) && has(self.push.pullRequest.headBranch) ? self.push.pullRequest.headBranch : '') == (has(oldSelf.push) && has(oldSelf.push.pullRequest) && has(oldSelf.push.pullRequest.headBranch) ? oldSelf.push.pullRequest.headBranch : '')",message="push.pullRequest.headBranch is immutable: the head branch is part of the destination; delete the GitTarget and create it again",fieldPath=".push.pullRequest.headBranch"
 
 // GitTargetSpec joins one source cluster to one Git destination:
 // (clusterProvider, provider, branch, path). The destination and the source
@@ -78,6 +83,96 @@ type GitTargetSpec struct {
 	// +optional
 	// +kubebuilder:default=false
 	Suspend bool `json:"suspend,omitempty"`
+
+	// Push says how the target's commits reach spec.branch: Direct (the
+	// default) commits to it; PullRequest commits to a head branch and
+	// keeps one pull request from it into spec.branch open, for a
+	// protected branch. Its mode and head branch are part of the
+	// destination, so immutable; the title and body may change. (The
+	// GitProvider's spec.push tunes commit batching, for every branch.)
+	// +optional
+	// +kubebuilder:default={mode: Direct}
+	Push *TargetPush `json:"push,omitempty"`
+}
+
+// PushMode is how a GitTarget's commits reach its branch.
+// +kubebuilder:validation:Enum=Direct;PullRequest
+type PushMode string
+
+const (
+	// PushDirect commits to spec.branch.
+	PushDirect PushMode = "Direct"
+	// PushPullRequest commits to a head branch and keeps one pull request
+	// from it into spec.branch (docs/pull-request-mode.md).
+	PushPullRequest PushMode = "PullRequest"
+)
+
+// TargetPush is GitTarget spec.push.
+// +kubebuilder:validation:XValidation:rule="!has(self.pullRequest) || self.mode == 'PullRequest'",message="pullRequest is only for mode PullRequest: set mode: PullRequest, or remove pullRequest",fieldPath=".pullRequest"
+type TargetPush struct {
+	// Mode is Direct (commit to spec.branch) or PullRequest (commit to a
+	// head branch and keep a pull request into spec.branch open).
+	// +optional
+	// +kubebuilder:default=Direct
+	Mode PushMode `json:"mode,omitempty"`
+
+	// PullRequest tunes mode PullRequest; omitted, its defaults hold.
+	// +optional
+	PullRequest *PullRequestSpec `json:"pullRequest,omitempty"`
+}
+
+// PullRequestSpec is GitTarget spec.push.pullRequest.
+type PullRequestSpec struct {
+	// HeadBranch is the branch the operator commits to and opens the pull
+	// request from; default gitops-reverser/<GitTarget name>. It follows
+	// the rules of spec.branch, must differ from it, and must match the
+	// GitProvider's allowedBranches (spec.branch need not: nothing is
+	// written to it).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9._/-]*$')",message="headBranch may use only letters, digits, '.', '_', '/' and '-', and starts with a letter, digit or '_'"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.contains('//') && !self.endsWith('/') && !self.endsWith('.') && !self.endsWith('.lock')",message="headBranch must be a valid Git branch name (no '..', '//', or trailing '/', '.', '.lock')"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(c, c.startsWith('.') || c.endsWith('.lock'))",message="no part of headBranch between '/' may start with '.' or end with '.lock': Git refuses such branch names"
+	// +kubebuilder:validation:XValidation:rule="self != 'HEAD'",message="headBranch must not be HEAD: Git reserves that name for the checked-out commit"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('refs/')",message="headBranch is a branch name, not a ref: write gitops-reverser/x, not refs/heads/gitops-reverser/x"
+	HeadBranch string `json:"headBranch,omitempty"`
+
+	// Title is the pull request's title, a Go text/template; omitted, the
+	// operator's default. docs/pull-request-mode.md lists its fields.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
+
+	// Body is the pull request's body, a Go text/template; omitted, the
+	// operator's default. The operator appends a summary of the changes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16384
+	Body string `json:"body,omitempty"`
+}
+
+// DefaultHeadBranchPrefix starts the head branch a GitTarget in mode
+// PullRequest writes when spec.push.pullRequest.headBranch is omitted:
+// gitops-reverser/<GitTarget name>.
+const DefaultHeadBranchPrefix = "gitops-reverser/"
+
+// PullRequestMode is true when the target commits to a head branch and
+// keeps a pull request into spec.branch.
+func (s GitTargetSpec) PullRequestMode() bool {
+	return s.Push != nil && s.Push.Mode == PushPullRequest
+}
+
+// HeadBranch is the branch a target in mode PullRequest commits to:
+// spec.push.pullRequest.headBranch, else gitops-reverser/<name>. In
+// direct mode it is spec.branch.
+func (t *GitTarget) HeadBranch() string {
+	if !t.Spec.PullRequestMode() {
+		return t.Spec.Branch
+	}
+	if pr := t.Spec.Push.PullRequest; pr != nil && pr.HeadBranch != "" {
+		return pr.HeadBranch
+	}
+	return DefaultHeadBranchPrefix + t.Name
 }
 
 // DefaultClusterProvider is the ClusterProvider a GitTarget reads from when
@@ -219,6 +314,11 @@ type GitTargetStatus struct {
 	// +optional
 	Refused *RefusedSummary `json:"refused,omitempty"`
 
+	// PullRequest is where the pull request of a target in mode
+	// PullRequest stands.
+	// +optional
+	PullRequest *PullRequestStatus `json:"pullRequest,omitempty"`
+
 	// LastHandledResyncAt is the last value of the annotation
 	// configbutler.ai/resync-requested-at that the operator acted on: the
 	// target's streams were restarted with a replay for it.
@@ -250,6 +350,28 @@ type RefusedObject struct {
 	Name string `json:"name"`
 	// Reason it is not written; docs/troubleshooting.md explains each.
 	Reason string `json:"reason"`
+}
+
+// PullRequestStatus is where a target's pull request stands.
+type PullRequestStatus struct {
+	// HeadBranch the operator commits to.
+	HeadBranch string `json:"headBranch"`
+	// BaseBranch the pull request merges into: spec.branch.
+	BaseBranch string `json:"baseBranch"`
+	// Number of the open (or last) pull request; omitted when none is
+	// open yet, or the forge has no pull requests.
+	// +optional
+	Number int64 `json:"number,omitempty"`
+	// URL of the pull request in the forge's web UI.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// State of the pull request: open, merged or closed.
+	// +optional
+	State string `json:"state,omitempty"`
+	// LastAction says what the operator last did to the pull request, in
+	// words (opened, updated, the base merged in, the head rebuilt).
+	// +optional
+	LastAction string `json:"lastAction,omitempty"`
 }
 
 // StreamsSummary is a bounded count of a target's watches, not a per-type
@@ -293,6 +415,7 @@ type CommitReference struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Last Commit",type=string,JSONPath=`.status.lastCommit.shortSHA`
 // +kubebuilder:printcolumn:name="Committed",type=date,JSONPath=`.status.lastCommit.time`
+// +kubebuilder:printcolumn:name="Pull Request",type=string,JSONPath=`.status.pullRequest.url`,priority=1
 // +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`

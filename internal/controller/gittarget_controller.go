@@ -60,9 +60,12 @@ type targetRun struct {
 	target   *v1alpha3.GitTarget
 	conds    *targetConditions
 	provider *v1alpha3.GitProvider
-	source   *engine.Source
-	spec     engine.TargetSpec
-	requeue  time.Duration
+	// pullRequest is the worker's pull-request settings, nil in direct
+	// mode (checkPullRequest).
+	pullRequest *branch.PullRequestSettings
+	source      *engine.Source
+	spec        engine.TargetSpec
+	requeue     time.Duration
 }
 
 // errStop ends a reconcile early: a step has set conditions that explain
@@ -160,7 +163,8 @@ func keyOf(t *v1alpha3.GitTarget) branch.TargetKey {
 }
 
 // branchOf is the branch worker a GitTarget writes through: its GitProvider
-// (in its namespace) and branch.
+// (in its namespace) and the branch it writes, the head branch in mode
+// PullRequest.
 func branchOf(t *v1alpha3.GitTarget) branch.Key {
-	return branch.Key{ProviderNamespace: t.Namespace, Provider: t.Spec.ProviderRef.Name, Branch: t.Spec.Branch}
+	return branch.Key{ProviderNamespace: t.Namespace, Provider: t.Spec.ProviderRef.Name, Branch: t.HeadBranch()}
 }

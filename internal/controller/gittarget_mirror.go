@@ -38,7 +38,11 @@ func (r *GitTargetReconciler) workerSettings(ctx context.Context, run *targetRun
 	run.spec.Path = run.target.Spec.Path
 	run.spec.Placement = placementOf(run.target.Spec.Placement)
 	run.spec.Worker = branchOf(run.target)
-	spec := engine.WorkerSpec{Key: run.spec.Worker, Provider: gp}
+	spec := engine.WorkerSpec{Key: run.spec.Worker, Provider: gp, PullRequest: run.pullRequest}
+	if pr := run.target.Spec.Push; run.pullRequest != nil {
+		title, body := pullRequestTemplates(pr)
+		spec.PullRequestFingerprint = engine.PullRequestFingerprint(run.pullRequest.Base, title, body)
+	}
 	// Only a running worker is worth asking the cache about: at start no
 	// worker runs, and the cache may still be filling.
 	if _, ok := r.Engine.WorkerFingerprint(run.spec.Worker); ok {
@@ -188,6 +192,7 @@ func (r *GitTargetReconciler) reportRuntime(_ context.Context, run *targetRun) e
 			Time: &metav1.Time{Time: c.Time}}
 	}
 	r.reportRefusals(run, st.Refused)
+	reportPullRequest(run, st.PullRequest)
 	return nil
 }
 

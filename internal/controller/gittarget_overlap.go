@@ -25,9 +25,20 @@ import (
 // checks or its first commit change whether it holds, the GitTarget watch
 // re-checks the targets overlapping it (pathClaimChanged).
 func (r *GitTargetReconciler) pathHolder(ctx context.Context, t *v1alpha3.GitTarget, provider *v1alpha3.GitProvider) (*v1alpha3.GitTarget, error) {
+	return r.olderHolder(ctx, t, provider, "path overlap", func(o *v1alpha3.GitTarget) bool {
+		return o.HeadBranch() == t.HeadBranch() && pathsOverlap(o.Spec.Path, t.Spec.Path)
+	})
+}
+
+// olderHolder finds the oldest GitTarget (claimedFirst) other than t,
+// not being deleted, that collides with t and holds (holdsPath) through a
+// GitProvider of t's repository, in any namespace; nil when none does.
+// check names the check in errors.
+func (r *GitTargetReconciler) olderHolder(ctx context.Context, t *v1alpha3.GitTarget, provider *v1alpha3.GitProvider, check string,
+	collides func(o *v1alpha3.GitTarget) bool) (*v1alpha3.GitTarget, error) {
 	var others v1alpha3.GitTargetList
 	if err := r.Client.List(ctx, &others); err != nil {
-		return nil, fmt.Errorf("listing GitTargets to check path overlap: %w", err)
+		return nil, fmt.Errorf("listing GitTargets to check %s: %w", check, err)
 	}
 	repository := forgeconn.RepositoryKey(provider.Spec.URL)
 	providers := map[client.ObjectKey]providerFacts{
@@ -36,8 +47,7 @@ func (r *GitTargetReconciler) pathHolder(ctx context.Context, t *v1alpha3.GitTar
 	var holder *v1alpha3.GitTarget
 	for i := range others.Items {
 		o := &others.Items[i]
-		if o.Namespace == t.Namespace && o.Name == t.Name || !o.DeletionTimestamp.IsZero() ||
-			o.Spec.Branch != t.Spec.Branch || !pathsOverlap(o.Spec.Path, t.Spec.Path) || !claimedFirst(o, t) {
+		if o.Namespace == t.Namespace && o.Name == t.Name || !o.DeletionTimestamp.IsZero() || !collides(o) || !claimedFirst(o, t) {
 			continue
 		}
 		if holder != nil && claimedFirst(holder, o) {
@@ -177,7 +187,7 @@ func (r *GitTargetReconciler) targetsOverlapping(ctx context.Context, obj client
 	}
 	return r.targetsWhere(ctx, nil, func(t *v1alpha3.GitTarget) bool {
 		return (t.Namespace != gone.Namespace || t.Name != gone.Name) &&
-			t.Spec.Branch == gone.Spec.Branch && pathsOverlap(t.Spec.Path, gone.Spec.Path)
+			t.HeadBranch() == gone.HeadBranch() && (pathsOverlap(t.Spec.Path, gone.Spec.Path) || writesAs(t) != writesAs(gone))
 	})
 }
 

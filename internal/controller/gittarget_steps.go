@@ -51,11 +51,13 @@ func (r *GitTargetReconciler) validateProvider(ctx context.Context, run *targetR
 // Stalled), True otherwise.
 func (r *GitTargetReconciler) validateBranchAndPath(ctx context.Context, run *targetRun) error {
 	t := run.target
-	if !branchAllowed(t.Spec.Branch, run.provider.Spec.AllowedBranches) {
+	if !branchAllowed(t.HeadBranch(), run.provider.Spec.AllowedBranches) {
 		r.Engine.RemoveTarget(ctx, keyOf(t))
-		run.conds.block(v1alpha3.ConditionValidated, v1alpha3.ReasonBranchNotAllowed,
-			fmt.Sprintf("branch %q matches none of GitProvider %s's allowedBranches %v", t.Spec.Branch, run.provider.Name, run.provider.Spec.AllowedBranches))
+		run.conds.block(v1alpha3.ConditionValidated, v1alpha3.ReasonBranchNotAllowed, branchNotAllowedMessage(t, run.provider))
 		return errStop
+	}
+	if err := r.checkPullRequest(ctx, run); err != nil {
+		return err
 	}
 	holder, err := r.pathHolder(ctx, t, run.provider)
 	if err != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -45,6 +46,18 @@ type WorkerSpec struct {
 	Key         branch.Key
 	Provider    *v1alpha3.GitProvider
 	Fingerprint string
+	// PullRequest turns on pull-request mode (Key.Branch is the head
+	// branch); PullRequestFingerprint names it (PullRequestFingerprint), so
+	// a change of its base or templates replaces the worker.
+	PullRequest            *branch.PullRequestSettings
+	PullRequestFingerprint string
+}
+
+// PullRequestFingerprint names a worker's pull-request settings: the base
+// and digests of the title and body templates; "" in direct mode.
+func PullRequestFingerprint(base, title, body string) string {
+	digest := sha256.Sum256([]byte(title + "\x00" + body))
+	return fmt.Sprintf(",pullrequest=%s@%x", base, digest[:8])
 }
 
 // SettingsFingerprint names the settings a branch worker is built from:
@@ -73,11 +86,17 @@ func (e *BuildError) Unwrap() error { return e.Err }
 // the forge client, parses the templates and loads the signing key.
 func (e *Engine) PrepareWorker(ctx context.Context, spec WorkerSpec) (WorkerSettings, error) {
 	if spec.Fingerprint != "" {
-		if running, ok := e.WorkerFingerprint(spec.Key); ok && running == spec.Fingerprint {
+		if running, ok := e.WorkerFingerprint(spec.Key); ok && running == spec.Fingerprint+spec.PullRequestFingerprint {
 			return WorkerSettings{Fingerprint: running}, nil
 		}
 	}
-	return e.opts.Builders.worker(ctx, spec.Provider)
+	s, err := e.opts.Builders.worker(ctx, spec.Provider)
+	if err != nil || spec.PullRequest == nil {
+		return s, err
+	}
+	s.Config.PullRequest = spec.PullRequest
+	s.Fingerprint += spec.PullRequestFingerprint
+	return s, nil
 }
 
 func (b Builders) worker(ctx context.Context, gp *v1alpha3.GitProvider) (WorkerSettings, error) {

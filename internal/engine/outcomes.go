@@ -36,6 +36,7 @@ type targetState interface {
 	planned(target branch.TargetKey, carried []manifest.ObjectID, refusals []manifest.Refusal)
 	failed(target branch.TargetKey, err error)
 	settled(target branch.TargetKey)
+	pullRequest(target branch.TargetKey, info branch.PullRequestInfo, rebuild bool)
 }
 
 // fanOut hands each outcome of the engine's one stream to the consumers
@@ -83,6 +84,10 @@ func (f fanOut) deliver(o branch.Outcome) {
 		f.status.settled(o.Target)
 	case branch.OutcomeRequest:
 		f.requests(types.NamespacedName{Namespace: o.Request.Target.Namespace, Name: o.Request.Name})
+	case branch.OutcomePullRequest:
+		if o.PullRequest != nil {
+			f.status.pullRequest(o.Target, *o.PullRequest, o.Rebuild)
+		}
 	case branch.OutcomeLost:
 		if f.lost != nil {
 			f.lost(o.Worker)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/configbutler/gitops-reverser/forges"
 	"github.com/configbutler/gitops-reverser/internal/branch"
 	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
@@ -29,6 +30,9 @@ func (s *seen) planned(t branch.TargetKey, carried []manifest.ObjectID, refusals
 }
 func (s *seen) failed(t branch.TargetKey, err error) { s.add("status: %s failed: %v", t, err) }
 func (s *seen) settled(t branch.TargetKey)           { s.add("status: %s went through", t) }
+func (s *seen) pullRequest(t branch.TargetKey, info branch.PullRequestInfo, rebuild bool) {
+	s.add("status: %s pull request #%d %s, rebuild %t", t, info.Number, info.State, rebuild)
+}
 
 func (s *seen) Commit(w branch.Key, c branch.CommitStats) {
 	s.add("metrics: %s commit of %d objects", w, c.Objects)
@@ -76,6 +80,11 @@ func TestTheFanOutTellsEachOutcomeToItsConsumers(t *testing.T) {
 		name:    "a request ended: its CommitRequest is reconciled",
 		outcome: branch.Outcome{Kind: branch.OutcomeRequest, Worker: worker, Target: target, Request: request},
 		want:    []string{"requests: team/save"},
+	}, {
+		name: "a pull request step: status only",
+		outcome: branch.Outcome{Kind: branch.OutcomePullRequest, Worker: worker, Target: target,
+			PullRequest: &branch.PullRequestInfo{Number: 7, State: forges.PullRequestOpen}, Rebuild: true},
+		want: []string{"status: team/mirror pull request #7 open, rebuild true"},
 	}, {
 		name:    "a settle waiter's answer: nobody else",
 		outcome: branch.Outcome{Kind: branch.OutcomeSettled, Worker: worker, Target: target, Waiter: 1},

@@ -63,6 +63,10 @@ type targetEntry struct {
 	lastError error
 	// refused are the objects not written now.
 	refused refusalSet
+	// pullRequest is where the target's pull request stands (mode
+	// PullRequest); rebuild asks the next apply to replay its streams.
+	pullRequest *branch.PullRequestInfo
+	rebuild     bool
 }
 
 // TargetStatus is the runtime half of a GitTarget's status.
@@ -76,6 +80,9 @@ type TargetStatus struct {
 	// Refused lists the objects not written now, sorted by reason, then
 	// object.
 	Refused []Refusal
+	// PullRequest is where the target's pull request stands, nil before
+	// its worker said (or in direct mode).
+	PullRequest *branch.PullRequestInfo
 }
 
 // ApplyTarget makes the engine mirror spec: the worker runs, knows the
@@ -110,6 +117,9 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	entry := e.targets[spec.Key]
 	// A newly excluded Secret must leave Git: the replay's sweep removes it.
 	resync := spec.Resync != "" && (entry == nil || entry.spec.Resync != spec.Resync)
+	// A pull request rebuilt on its base (Outcome.Rebuild) replays once.
+	rebuild := entry != nil && entry.rebuild
+	resync = resync || rebuild
 	// A resumed target replays, so its catch-up is one commit; a
 	// suspended one stops handing its streams' events to the worker.
 	restart := entry == nil || replaced || resync || entry.worker != worker || entry.source != src || entry.spec.Path != spec.Path ||
@@ -117,10 +127,11 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 		entry.spec.Suspended != spec.Suspended
 	var old *mirror.Target
 	if restart {
+		var pullRequest *branch.PullRequestInfo
 		if entry != nil {
-			old = entry.mirror
+			old, pullRequest = entry.mirror, entry.pullRequest
 		}
-		entry = &targetEntry{spec: spec, worker: worker, source: src, refused: refusalSet{}}
+		entry = &targetEntry{spec: spec, worker: worker, source: src, refused: refusalSet{}, pullRequest: pullRequest}
 		entry.mirror = mirror.NewTarget(runCtx, mirror.TargetOptions{
 			Key: spec.Key, Client: src.Dynamic, Metadata: src.Metadata, Sink: sinkFor(worker, spec.Suspended), Observer: &targetObserver{engine: e, metrics: e.opts.Metrics},
 			Log: e.opts.Log.WithValues("gittarget", spec.Key.String()), Attribution: e.opts.Attribution.forSource(src),
@@ -134,7 +145,7 @@ func (e *Engine) ApplyTarget(spec TargetSpec) error {
 	if old != nil {
 		old.Stop()
 	}
-	if resync {
+	if resync && !rebuild {
 		// The replay is compared with the branch as it is now, not as the
 		// worker last saw it: a rewrite under a running operator is healed.
 		if err := worker.Reread(runCtx); err != nil {
@@ -299,7 +310,7 @@ func (e *Engine) Status(key branch.TargetKey) (TargetStatus, bool) {
 	}
 	var unsupported *manifest.UnsupportedContentError
 	st := TargetStatus{LastCommit: entry.lastCommit, LastError: entry.lastError, Unsupported: errors.As(entry.lastError, &unsupported),
-		Refused: entry.refused.list()}
+		Refused: entry.refused.list(), PullRequest: entry.pullRequest}
 	m := entry.mirror
 	e.mu.Unlock()
 	st.Streams = m.Summary()

@@ -6,15 +6,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"code.gitea.io/sdk/gitea"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha3 "github.com/configbutler/gitops-reverser/api/v1alpha3"
 	"github.com/configbutler/gitops-reverser/test/harness"
 )
 
@@ -47,23 +44,7 @@ func sharedGitea(t *testing.T) *harness.Gitea {
 // Gitea API forge.
 func giteaMirror(t *testing.T, g *harness.Gitea, ns, owner, repo, branch string) {
 	t.Helper()
-	apply(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&v1alpha3.ClusterProvider{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: v1alpha3.ClusterProviderSpec{AllowedNamespaces: &v1alpha3.NamespacePolicy{Selector: &metav1.LabelSelector{}}}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gitea-token"}, StringData: map[string]string{"token": g.Token()}},
-		&v1alpha3.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gitea"}, Spec: v1alpha3.GitProviderSpec{
-			URL:             g.HTTPCloneURL(owner, repo),
-			Forge:           &v1alpha3.ForgeSpec{Type: v1alpha3.ForgeGitea},
-			SecretRef:       &v1alpha3.LocalObjectReference{Name: "gitea-token"},
-			AllowedBranches: []string{branch},
-			Push:            v1alpha3.PushSpec{CommitWindow: &metav1.Duration{Duration: 300 * time.Millisecond}},
-		}},
-		&v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror"},
-			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: "gitea"}, Branch: branch, Path: "live"}},
-		watchRule(ns, "configmaps", "mirror", "configmaps"),
-		configMap(ns, "first", map[string]string{"v": "1"}),
-	)
+	giteaMirrorWith(t, g, ns, owner, repo, branch, []string{branch}, nil)
 }
 
 // TestThePipelineCommitsThroughTheGiteaAPI runs the core cases through the
