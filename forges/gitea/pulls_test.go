@@ -3,8 +3,6 @@ package gitea
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,30 +26,6 @@ func startPullHead(t *testing.T, ctx context.Context, client *Client, repo strin
 	return result.Commit
 }
 
-// mergeOnGitea merges pull request number as a reviewer would, through the
-// SDK. Gitea checks a new pull request's mergeability in the background
-// and answers 405 "Please try again later" until it has; the merge is
-// asked again on a ticker until Gitea takes it.
-func mergeOnGitea(t *testing.T, ctx context.Context, repo string, number int64) {
-	t.Helper()
-	ticker := time.NewTicker(100 * time.Millisecond)
-	defer ticker.Stop()
-	for {
-		merged, resp, err := server.Client().MergePullRequest(server.AdminUser(), repo, number,
-			gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge})
-		if err == nil && merged {
-			return
-		}
-		require.True(t, resp != nil && resp.StatusCode == http.StatusMethodNotAllowed &&
-			strings.Contains(fmt.Sprint(err), "try again later"), "merging #%d: %v", number, err)
-		select {
-		case <-ctx.Done():
-			t.Fatalf("Gitea never found pull request #%d mergeable", number)
-		case <-ticker.C:
-		}
-	}
-}
-
 // TestPullRequestContract runs the shared pull request contract against
 // the real Gitea, the commits pushed over git as the operator makes them.
 func TestPullRequestContract(t *testing.T) {
@@ -65,8 +39,10 @@ func TestPullRequestContract(t *testing.T) {
 func (f giteaFixture) NewPullRepo(t *testing.T, name string, seed map[string]string) forgetest.PullRepo {
 	repo := createRepo(t, name, seed)
 	return forgetest.PullRepo{
-		Repo:  f.repoOn(t, repo),
-		Merge: func(t *testing.T, number int64) { mergeOnGitea(t, testContext(t), repo, number) },
+		Repo: f.repoOn(t, repo),
+		Merge: func(t *testing.T, number int64) {
+			require.NoError(t, server.MergePullRequest(testContext(t), server.AdminUser(), repo, number))
+		},
 		Close: func(t *testing.T, number int64) {
 			closed := gitea.StateClosed
 			_, _, err := server.Client().EditPullRequest(server.AdminUser(), repo, number, gitea.EditPullRequestOption{State: &closed})

@@ -150,7 +150,11 @@ func TestPullRequestModeOnGitea(t *testing.T) {
 	client, err := forgegitea.New(opts)
 	require.NoError(t, err)
 	runPullLifecycle(t, pullForge{forge: client, name: "gitea",
-		merge: func(t *testing.T, number int64) { giteaMerge(t, server, repo, number) },
+		merge: func(t *testing.T, number int64) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			require.NoError(t, server.MergePullRequest(ctx, server.AdminUser(), repo, number))
+		},
 		open: func(t *testing.T) int {
 			prs, _, err := admin.ListRepoPullRequests(server.AdminUser(), repo, gitea.ListPullRequestsOptions{State: gitea.StateOpen})
 			require.NoError(t, err)
@@ -162,34 +166,6 @@ func TestPullRequestModeOnGitea(t *testing.T) {
 			return string(raw)
 		},
 	})
-}
-
-// giteaMerge merges on Gitea, which answers 405 "try again later" while
-// it is still checking the pull request: polled on a ticker.
-func giteaMerge(t *testing.T, server *harness.Gitea, repo string, number int64) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	ticker := time.NewTicker(100 * time.Millisecond)
-	defer ticker.Stop()
-	for {
-		merged, resp, err := server.Client().MergePullRequest(server.AdminUser(), repo, number,
-			gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge})
-		if err == nil && merged {
-			return
-		}
-		status := 0
-		if resp != nil && resp.Response != nil {
-			status = resp.StatusCode
-		}
-		// 405 while Gitea still checks the pull request ("try again later").
-		require.True(t, status == http.StatusMethodNotAllowed, "merging #%d: %v (status %d)", number, err, status)
-		select {
-		case <-ctx.Done():
-			t.Fatalf("Gitea never found pull request #%d mergeable", number)
-		case <-ticker.C:
-		}
-	}
 }
 
 func b64(content string) string { return base64.StdEncoding.EncodeToString([]byte(content)) }

@@ -125,7 +125,7 @@ func TestAPullRequestTargetKeepsOneRollingPullRequestOnGitea(t *testing.T) {
 	require.Equal(t, base.Commit.ID, after.Commit.ID, "the base is still untouched")
 
 	// Merged by a human: the next change opens a new pull request.
-	mergePull(t, api, owner, name, first.Number)
+	require.NoError(t, g.MergePullRequest(mergeContext(t), owner, name, first.Number))
 	require.Contains(t, file("main", "live/"+ns+"/configmaps/first.yaml"), `v: "2"`)
 	setData(t, ns, "first", "3")
 	var second *v1alpha3.PullRequestStatus
@@ -138,7 +138,7 @@ func TestAPullRequestTargetKeepsOneRollingPullRequestOnGitea(t *testing.T) {
 	require.Contains(t, file(head, "live/"+ns+"/configmaps/first.yaml"), `v: "3"`)
 
 	// After the final merge, main equals the cluster.
-	mergePull(t, api, owner, name, second.Number)
+	require.NoError(t, g.MergePullRequest(mergeContext(t), owner, name, second.Number))
 	require.Contains(t, file("main", "live/"+ns+"/configmaps/first.yaml"), `v: "3"`)
 	require.Contains(t, file("main", "live/"+ns+"/configmaps/second.yaml"), `v: "1"`)
 }
@@ -148,22 +148,6 @@ func setData(t *testing.T, ns, name, v string) {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	edit(t, cm, func() { cm.Data = map[string]string{"v": v} })
-}
-
-// mergePull merges a pull request as a reviewer would, through Gitea's
-// API. Gitea checks a new head's mergeability in the background and
-// refuses a merge until it has, so the merge is asked until it goes
-// through.
-func mergePull(t *testing.T, api *gitea.Client, owner, repo string, number int64) {
-	t.Helper()
-	eventually(t, "the pull request merged", func() bool {
-		merged, _, _ := api.MergePullRequest(owner, repo, number, gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge})
-		if merged {
-			return true
-		}
-		pr, _, err := api.GetPullRequest(owner, repo, number)
-		return err == nil && pr.HasMerged
-	})
 }
 
 // TestABadHeadBranchIsRefused: the API server refuses a head branch Git
@@ -197,4 +181,12 @@ func TestABadHeadBranchIsRefused(t *testing.T) {
 	branches, _, err := g.Client().ListRepoBranches(owner, name, gitea.ListRepoBranchesOptions{})
 	require.NoError(t, err)
 	require.Len(t, branches, 1, "nothing was written")
+}
+
+// mergeContext bounds a reviewer's merge on Gitea, which is asked again
+// while Gitea still checks the pull request.
+func mergeContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }

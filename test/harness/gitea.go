@@ -497,3 +497,36 @@ func fixedJWTSecret(purpose string) string {
 	sum := sha256.Sum256([]byte("gitops-reverser harness " + purpose))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
+
+// MergePullRequest merges pull request number of owner/repo (a merge
+// commit) as a reviewer would, through Gitea's API. Gitea checks a new
+// head's mergeability in the background and answers 405 "Please try again
+// later" until it has, so the merge is asked again on a ticker until Gitea
+// takes it or ctx ends; any other refusal is returned at once.
+func (g *Gitea) MergePullRequest(ctx context.Context, owner, repo string, number int64) error {
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		merged, resp, err := g.adminClient.MergePullRequest(owner, repo, number,
+			gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge})
+		if err == nil && merged {
+			return nil
+		}
+		if resp == nil || resp.StatusCode != http.StatusMethodNotAllowed {
+			if err == nil {
+				err = errors.New("not merged")
+			}
+			return fmt.Errorf("merging pull request #%d of %s/%s: %w", number, owner, repo, checkGiteaResponse(resp, err, http.StatusOK))
+		}
+		// 405 also answers a merge of one already merged (an earlier
+		// answer lost).
+		if pr, _, err := g.adminClient.GetPullRequest(owner, repo, number); err == nil && pr.HasMerged {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("merging pull request #%d of %s/%s: Gitea never found it mergeable: %w", number, owner, repo, ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
