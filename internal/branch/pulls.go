@@ -139,7 +139,11 @@ func judgePullRequest(pr forges.PullRequest, baseMerger, mergeParent bool) verdi
 
 const (
 	rebuiltNote      = "The base branch moved and conflicts with this pull request: the head was rebuilt on the base from the cluster's state"
-	baseMergedInNote = "The base branch moved and conflicted: it was merged into the head"
+	// baseMergedInNote is said whether the forge merged new commits of the
+	// base in or found the head had them all: MergeBaseIntoHead answers nil
+	// for both (Gitea's mergeable reads false while it checks a base that
+	// moved, so a conflict it reported may not have been one).
+	baseMergedInNote = "The base branch moved and the forge reported a conflict: the forge brought the head up to date with the base"
 )
 
 // judgeBaseMerge decides what follows the forge's answer to
