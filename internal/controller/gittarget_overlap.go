@@ -26,8 +26,17 @@ import (
 // re-checks the targets overlapping it (pathClaimChanged).
 func (r *GitTargetReconciler) pathHolder(ctx context.Context, t *v1alpha3.GitTarget, provider *v1alpha3.GitProvider) (*v1alpha3.GitTarget, error) {
 	return r.olderHolder(ctx, t, provider, "path overlap", func(o *v1alpha3.GitTarget) bool {
-		return o.HeadBranch() == t.HeadBranch() && pathsOverlap(o.Spec.Path, t.Spec.Path)
+		return sameDestination(o, t) && pathsOverlap(o.Spec.Path, t.Spec.Path)
 	})
+}
+
+// sameDestination reports whether two targets' files end up on one branch:
+// they write the same branch, or what one writes reaches the other's
+// through a pull request (a pull-request target's base is spec.branch,
+// where a direct one writes, and where another pull request merges).
+// Overlapping paths there would revert each other at every merge.
+func sameDestination(a, b *v1alpha3.GitTarget) bool {
+	return a.HeadBranch() == b.HeadBranch() || a.Spec.Branch == b.Spec.Branch
 }
 
 // olderHolder finds the oldest GitTarget (claimedFirst) other than t,
@@ -187,7 +196,8 @@ func (r *GitTargetReconciler) targetsOverlapping(ctx context.Context, obj client
 	}
 	return r.targetsWhere(ctx, nil, func(t *v1alpha3.GitTarget) bool {
 		return (t.Namespace != gone.Namespace || t.Name != gone.Name) &&
-			t.HeadBranch() == gone.HeadBranch() && (pathsOverlap(t.Spec.Path, gone.Spec.Path) || writesAs(t) != writesAs(gone))
+			(sameDestination(t, gone) && pathsOverlap(t.Spec.Path, gone.Spec.Path) ||
+				t.HeadBranch() == gone.HeadBranch() && (writesAs(t) != writesAs(gone) || !sameWorker(t, gone)))
 	})
 }
 

@@ -82,11 +82,26 @@ func writesAs(t *v1alpha3.GitTarget) string {
 func (r *GitTargetReconciler) headBranchHolder(ctx context.Context, t *v1alpha3.GitTarget, provider *v1alpha3.GitProvider) (*v1alpha3.GitTarget, error) {
 	mine := writesAs(t)
 	return r.olderHolder(ctx, t, provider, "head branches", func(o *v1alpha3.GitTarget) bool {
-		return o.HeadBranch() == t.HeadBranch() && writesAs(o) != mine
+		return o.HeadBranch() == t.HeadBranch() && (writesAs(o) != mine || t.Spec.PullRequestMode() && !sameWorker(o, t))
 	})
 }
 
+// sameWorker reports whether two targets write through one GitProvider,
+// so one worker writes their branch. A head branch in pull-request mode
+// has one writer: two workers on it would each start it afresh from the
+// base after a merge, each with only its own targets' paths, and revert
+// the other's.
+func sameWorker(a, b *v1alpha3.GitTarget) bool {
+	return a.Namespace == b.Namespace && a.Spec.ProviderRef.Name == b.Spec.ProviderRef.Name
+}
+
 func headBranchConflictMessage(t, holder *v1alpha3.GitTarget) string {
+	if writesAs(t) == writesAs(holder) {
+		return fmt.Sprintf("head branch %q is written by GitTarget %s/%s, which is older and writes it through GitProvider %s/%s; "+
+			"a pull request's head branch has one writer: give this GitTarget another head branch (spec.push.pullRequest.headBranch; "+
+			"delete it and create it again: it is immutable), write through the same GitProvider, or delete %s/%s",
+			t.HeadBranch(), holder.Namespace, holder.Name, holder.Namespace, holder.Spec.ProviderRef.Name, holder.Namespace, holder.Name)
+	}
 	return fmt.Sprintf("branch %q is written by GitTarget %s/%s, which is older and writes it as %s, while this one would write it as %s; "+
 		"one branch has one writer's mode: give this GitTarget another head branch (spec.push.pullRequest.headBranch) or branch "+
 		"(delete it and create it again: both are immutable), or delete %s/%s",

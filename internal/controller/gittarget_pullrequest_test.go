@@ -64,3 +64,24 @@ func TestATargetsWayOfWritingItsBranch(t *testing.T) {
 	require.NotEqual(t, writesAs(review), writesAs(otherBase), "another base conflicts")
 	require.Equal(t, "direct", writesAs(target("e", "main", nil)), "no spec.push is direct")
 }
+
+func TestWhoSharesAHeadBranchAndADestination(t *testing.T) {
+	target := func(ns, provider, name, branch string, push *v1alpha3.TargetPush) *v1alpha3.GitTarget {
+		return &v1alpha3.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha3.GitTargetSpec{ProviderRef: v1alpha3.GitProviderReference{Name: provider}, Branch: branch, Push: push}}
+	}
+	pr := &v1alpha3.TargetPush{Mode: v1alpha3.PushPullRequest}
+	teamA := target("team-a", "platform", "prod", "main", pr)
+	teamAToo := target("team-a", "platform", "prod-too", "main", pr)
+	teamB := target("team-b", "platform", "prod", "main", pr)
+	direct := target("team-c", "platform", "live", "main", nil)
+	release := target("team-a", "platform", "release", "release", pr)
+
+	require.True(t, sameWorker(teamA, teamAToo), "one GitProvider: one worker")
+	require.False(t, sameWorker(teamA, teamB), "another namespace's GitProvider is another worker, though the head is the same")
+	require.Equal(t, teamA.HeadBranch(), teamB.HeadBranch())
+
+	require.True(t, sameDestination(teamA, direct), "a pull request into main lands where a direct target on main writes")
+	require.True(t, sameDestination(teamA, teamAToo), "two pull requests into main")
+	require.False(t, sameDestination(teamA, release), "another base, another head")
+}
