@@ -443,3 +443,24 @@ func TestAConflictSeenAfterAQuietSpellRebuildsOnGitHub(t *testing.T) {
 		}
 	}
 }
+
+// TestThePullRequestNamesOnlyTheActorsAttributionNamed: a change nobody
+// was named for is the committer's, and the committer is not an actor;
+// a person attribution named is.
+func TestThePullRequestNamesOnlyTheActorsAttributionNamed(t *testing.T) {
+	sim := startGitHubSim(t)
+	repo := newGHRepo(t, sim)
+	r := startPRWith(t, repo.client, repo.name, func(c *branch.Config) {
+		c.Committer = branch.Author{Name: "GitOps Reverser", Email: "bot@example.com"}
+	})
+	r.change(t, cm("a", "0"))
+	open := repo.pulls(t, "open")
+	require.Len(t, open, 1)
+	require.NotContains(t, open[0].GetBody(), "Changed by", "the committer is not an actor")
+
+	write(t, r.w, branch.Author{Name: "alice", Email: "alice@example.com", Kind: branch.AuthorUser}, cm("a", "1"))
+	r.flush(t)
+	open = repo.pulls(t, "open")
+	require.Contains(t, open[0].GetBody(), "Changed by: alice")
+	require.Contains(t, open[0].GetBody(), `"actors":["alice"]`, "alice alone")
+}

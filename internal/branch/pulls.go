@@ -138,7 +138,7 @@ func judgePullRequest(pr forges.PullRequest, baseMerger, mergeParent bool) verdi
 }
 
 const (
-	rebuiltNote      = "The base branch moved and conflicts with this pull request: the head was rebuilt on the base from the cluster's state"
+	rebuiltNote = "The base branch moved and conflicts with this pull request: the head was rebuilt on the base from the cluster's state"
 	// baseMergedInNote is said whether the forge merged new commits of the
 	// base in or found the head had them all: MergeBaseIntoHead answers nil
 	// for both (Gitea's mergeable reads false while it checks a base that
@@ -184,6 +184,13 @@ func (w *Worker) prepareFresh(ctx context.Context) error {
 		return nil
 	}
 	base, err := w.cfg.Forge.Head(ctx, p.settings.Base)
+	if errors.Is(err, forges.ErrNotFound) {
+		// The base is gone (renamed or deleted after a merge): nothing to
+		// start from; the commit goes on to the head, and opening the next
+		// pull request says what is missing.
+		p.fresh = false
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("reading the head of base branch %s: %w", p.settings.Base, err)
 	}
@@ -197,8 +204,15 @@ func (w *Worker) pullCommitted(win *window, plan *windowPlan) {
 		return
 	}
 	w.pr.fresh = false
-	w.pr.summary.addCommit(plan.changes, win.author.Name)
-	w.pr.update.addCommit(plan.changes, win.author.Name)
+	// Only a person or service account attribution named is an actor: the
+	// committer authors what nobody was named for (attribution off, a
+	// replay's sweep), and is not one.
+	actor := ""
+	if kind := win.author.kind(); kind == AuthorUser || kind == AuthorServiceAccount {
+		actor = win.author.Name
+	}
+	w.pr.summary.addCommit(plan.changes, actor)
+	w.pr.update.addCommit(plan.changes, actor)
 }
 
 // pullRequestStep is the pull request request after commits landed on the
