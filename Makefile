@@ -58,7 +58,7 @@ test-ha: test-binaries ## Run the HA end-to-end test (three operator processes: 
 	$(GO) test ./test/ha/ -count=1 -timeout 10m -v
 
 .PHONY: bench
-bench: test-binaries bench-attribution bench-ha ## Run the benchmarks
+bench: test-binaries bench-attribution bench-ha bench-pullrequests ## Run the benchmarks
 	$(GO) test ./test/bench/ -run '^$$' -bench . -benchtime 1x -timeout 60m -v
 
 # The HA failover figures of docs/benchmarks.md: three operator processes
@@ -69,6 +69,14 @@ bench: test-binaries bench-attribution bench-ha ## Run the benchmarks
 .PHONY: bench-ha
 bench-ha: test-binaries ## Run the HA benchmarks (crash and graceful handover, p50 and max over 10 each; throughput by replicas)
 	$(GO) test ./test/ha/ -run '^$$' -bench '^Benchmark(Failover|ThroughputByReplicas)$$' -benchtime 1x -timeout 40m -v
+
+# Pull-request mode's figures of docs/benchmarks.md: pushes and requests
+# per hour under 1 change/s (fake clock, the GitHub and GitLab simulators,
+# against direct mode), and the API requests per update on a real Gitea
+# (also part of make bench).
+.PHONY: bench-pullrequests
+bench-pullrequests: test-binaries ## Run the pull-request mode benchmarks (pushes per hour, requests per update)
+	$(GO) test ./internal/branch/ -run '^$$' -bench '^BenchmarkPullRequest' -benchtime 1x -timeout 30m -v
 
 # Scenario H alone: a restart with nothing changed, without Redis and with
 # resume cursors (also part of make bench).
