@@ -51,7 +51,8 @@ type PullRequestData struct {
 	Base, Head string
 	// Counts are the changes per type, sorted by type.
 	Counts []TypeCount
-	// Actors are the people attribution named, sorted.
+	// Actors are the people and service accounts attribution named,
+	// sorted; never the committer or an unresolved author.
 	Actors []string
 	// Files are the files changed, the most recent first, at most
 	// maxSummaryFiles; MoreFiles counts the rest.

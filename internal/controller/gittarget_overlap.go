@@ -36,7 +36,23 @@ func (r *GitTargetReconciler) pathHolder(ctx context.Context, t *v1alpha3.GitTar
 // where a direct one writes, and where another pull request merges).
 // Overlapping paths there would revert each other at every merge.
 func sameDestination(a, b *v1alpha3.GitTarget) bool {
-	return a.HeadBranch() == b.HeadBranch() || a.Spec.Branch == b.Spec.Branch
+	return sharedBranch(a, b) != ""
+}
+
+// sharedBranch is the branch both targets' files land on, quoted for a
+// message: the one both write, the base a pull request carries one's files
+// into, or one's head that is the other's base (a pull request into a
+// head). "" when there is none.
+func sharedBranch(a, b *v1alpha3.GitTarget) string {
+	for _, pair := range [][2]string{
+		{a.HeadBranch(), b.HeadBranch()}, {a.Spec.Branch, b.Spec.Branch},
+		{a.HeadBranch(), b.Spec.Branch}, {a.Spec.Branch, b.HeadBranch()},
+	} {
+		if pair[0] == pair[1] {
+			return fmt.Sprintf("%q", pair[0])
+		}
+	}
+	return ""
 }
 
 // olderHolder finds the oldest GitTarget (claimedFirst) other than t,
@@ -156,9 +172,9 @@ func isReady(conds []metav1.Condition) bool {
 // spec.path, spec.branch and spec.providerRef are immutable, so the way out
 // is a new GitTarget.
 func pathOverlapMessage(t, holder *v1alpha3.GitTarget) string {
-	return fmt.Sprintf("path %q overlaps path %q of GitTarget %s/%s, which writes the same repository and branch and is older, so it keeps the path; "+
+	return fmt.Sprintf("path %q overlaps path %q of GitTarget %s/%s, whose files land on the same branch of the repository (%s) and which is older, so it keeps the path; "+
 		"spec.path is immutable: delete this GitTarget and create it again with a path outside %q, or delete %s/%s",
-		t.Spec.Path, holder.Spec.Path, holder.Namespace, holder.Name, holder.Spec.Path, holder.Namespace, holder.Name)
+		t.Spec.Path, holder.Spec.Path, holder.Namespace, holder.Name, sharedBranch(t, holder), holder.Spec.Path, holder.Namespace, holder.Name)
 }
 
 // pathsOverlap reports whether one path contains the other. "." contains
@@ -197,7 +213,7 @@ func (r *GitTargetReconciler) targetsOverlapping(ctx context.Context, obj client
 	return r.targetsWhere(ctx, nil, func(t *v1alpha3.GitTarget) bool {
 		return (t.Namespace != gone.Namespace || t.Name != gone.Name) &&
 			(sameDestination(t, gone) && pathsOverlap(t.Spec.Path, gone.Spec.Path) ||
-				t.HeadBranch() == gone.HeadBranch() && (writesAs(t) != writesAs(gone) || !sameWorker(t, gone)))
+				t.HeadBranch() == gone.HeadBranch() && (writesAs(t) != writesAs(gone) || t.Spec.PullRequestMode() && !sameWorker(t, gone)))
 	})
 }
 

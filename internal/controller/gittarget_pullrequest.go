@@ -97,10 +97,14 @@ func sameWorker(a, b *v1alpha3.GitTarget) bool {
 
 func headBranchConflictMessage(t, holder *v1alpha3.GitTarget) string {
 	if writesAs(t) == writesAs(holder) {
+		sameProvider := ""
+		if holder.Namespace == t.Namespace {
+			sameProvider = fmt.Sprintf(", write through GitProvider %s (spec.providerRef is immutable too)", holder.Spec.ProviderRef.Name)
+		}
 		return fmt.Sprintf("head branch %q is written by GitTarget %s/%s, which is older and writes it through GitProvider %s/%s; "+
 			"a pull request's head branch has one writer: give this GitTarget another head branch (spec.push.pullRequest.headBranch; "+
-			"delete it and create it again: it is immutable), write through the same GitProvider, or delete %s/%s",
-			t.HeadBranch(), holder.Namespace, holder.Name, holder.Namespace, holder.Spec.ProviderRef.Name, holder.Namespace, holder.Name)
+			"delete it and create it again: it is immutable)%s, or delete %s/%s",
+			t.HeadBranch(), holder.Namespace, holder.Name, holder.Namespace, holder.Spec.ProviderRef.Name, sameProvider, holder.Namespace, holder.Name)
 	}
 	return fmt.Sprintf("branch %q is written by GitTarget %s/%s, which is older and writes it as %s, while this one would write it as %s; "+
 		"one branch has one writer's mode: give this GitTarget another head branch (spec.push.pullRequest.headBranch) or branch "+

@@ -84,4 +84,7 @@ func TestWhoSharesAHeadBranchAndADestination(t *testing.T) {
 	require.True(t, sameDestination(teamA, direct), "a pull request into main lands where a direct target on main writes")
 	require.True(t, sameDestination(teamA, teamAToo), "two pull requests into main")
 	require.False(t, sameDestination(teamA, release), "another base, another head")
+	intoHead := target("team-d", "platform", "staging", "gitops-reverser/prod", pr)
+	require.True(t, sameDestination(teamA, intoHead), "a pull request into another's head lands on that head")
+	require.Equal(t, `"main"`, sharedBranch(teamA, direct))
 }

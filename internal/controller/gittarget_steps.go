@@ -46,8 +46,9 @@ func (r *GitTargetReconciler) validateProvider(ctx context.Context, run *targetR
 
 // validateBranchAndPath sets Validated: False/BranchNotAllowed when the
 // branch matches none of the provider's allowedBranches, False/PathOverlap
-// when an older GitTarget writing the same repository and branch, in any
-// namespace and through any GitProvider, owns an overlapping path (both
+// when an older GitTarget whose files land on the same branch of the
+// repository (sameDestination: in pull-request mode the base counts), in
+// any namespace and through any GitProvider, owns an overlapping path (both
 // Stalled), True otherwise.
 func (r *GitTargetReconciler) validateBranchAndPath(ctx context.Context, run *targetRun) error {
 	t := run.target
