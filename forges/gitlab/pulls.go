@@ -27,10 +27,11 @@ import (
 // head would come back with another id, and the branch's compare-and-swap
 // head would be gone); it takes no expected head (only skip_ci), and it
 // runs in the background (202, rebase_in_progress). There is no "merge the
-// target into the source" endpoint. So on GitLab the executor rebuilds the
-// head from the cluster's state on the new target through the commits API,
-// whose guards are the ones Commit documents (the head check and
-// last_commit_id per file).
+// target into the source" endpoint, and the commits API makes commits of
+// one parent (no CommitRequest.MergeParent), so on GitLab a target that
+// conflicts is left to a human (the GitTarget's PullRequestConflict) and
+// the executor's commits go on to the source branch, with the guards
+// Commit documents (the head check and last_commit_id per file).
 
 var (
 	_ forges.PullRequester = (*Client)(nil)

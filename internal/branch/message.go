@@ -78,14 +78,26 @@ func (d MessageData) Summary() string {
 	for _, c := range d.Changes {
 		counts[c.Operation]++
 	}
+	return countPhrase("no changes", counted{counts["create"], "created"}, counted{counts["update"], "updated"}, counted{counts["delete"], "deleted"})
+}
+
+// counted is a number and the word it counts, for countPhrase.
+type counted struct {
+	n    int
+	word string
+}
+
+// countPhrase joins the counts that are not zero ("2 created, 1 deleted"),
+// or says none when all are.
+func countPhrase(none string, counts ...counted) string {
 	var parts []string
-	for _, op := range []struct{ op, word string }{{"create", "created"}, {"update", "updated"}, {"delete", "deleted"}} {
-		if n := counts[op.op]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, op.word))
+	for _, c := range counts {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.word))
 		}
 	}
 	if len(parts) == 0 {
-		return "no changes"
+		return none
 	}
 	return strings.Join(parts, ", ")
 }

@@ -91,19 +91,7 @@ func (d PullRequestData) Summary() string {
 	for _, t := range d.Counts {
 		a, c, del = a+t.Added, c+t.Changed, del+t.Deleted
 	}
-	var parts []string
-	for _, p := range []struct {
-		n    int
-		word string
-	}{{a, "added"}, {c, "changed"}, {del, "deleted"}} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.word))
-		}
-	}
-	if len(parts) == 0 {
-		return "No changes"
-	}
-	return capitalize(strings.Join(parts, ", "))
+	return capitalize(countPhrase("no changes", counted{a, "added"}, counted{c, "changed"}, counted{del, "deleted"}))
 }
 
 // pullRequestFields are the fields pull request templates may read.
