@@ -56,7 +56,7 @@ func (w *Worker) commitChain(ctx context.Context, run []*window) []WindowResult 
 			return nil // committed alone, the first window reports it
 		}
 	}
-	plans, reqs, ok := w.planChain(run)
+	plans, reqs, ok := w.planChain(ctx, run)
 	if !ok || len(reqs) < 2 {
 		w.state.forget()
 		return nil
@@ -108,11 +108,12 @@ func (c *Core) chainable(from int, now time.Time) []*window {
 // leave, moving the state to a stand-in commit after each: plans[i] is
 // run[i]'s, and reqs holds the commits of the windows that change
 // something. ok is false when a window could not be planned (its target's
-// index went with an earlier window's commit, or the planner failed):
+// index went with an earlier window's commit, its pending files could not
+// be read, or the planner failed):
 // committed alone, it reports why.
-func (w *Worker) planChain(run []*window) (plans []*windowPlan, reqs []forges.CommitRequest, ok bool) {
+func (w *Worker) planChain(ctx context.Context, run []*window) (plans []*windowPlan, reqs []forges.CommitRequest, ok bool) {
 	for _, win := range run {
-		if !w.state.loaded(win.target) {
+		if !w.state.loaded(win.target) || w.state.settle(ctx, win) != nil {
 			return nil, nil, false
 		}
 		plan, err := w.state.plan(win)

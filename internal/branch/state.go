@@ -181,11 +181,14 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 	if ts.index != nil && ts.at == s.tip() {
 		return nil
 	}
-	files, ids, rendered, err := s.readSubtree(ctx, ts.target.Path)
+	files, ids, rendered, pending, err := s.readSubtree(ctx, ts.target.Path)
 	if err != nil {
 		return err
 	}
 	ix, err := manifest.NewIndexRendered(ts.target.Path, files, rendered)
+	if err == nil {
+		err = deferAll(ix, pending)
+	}
 	if err != nil {
 		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.tip(), err)
 	}
@@ -206,14 +209,18 @@ func (s *branchState) releaseBlobs() {
 
 // readSubtree reads the files under root at the tip, their blob ids, and
 // which of them are exactly an expected rendering (by path, its object).
-// Only YAML is read: other files only need to be known to exist.
+// Only YAML is read, and of it only what the blob cache and the expected
+// renderings do not answer and the index cannot hold pending (a
+// kustomization): other files only need to be known to exist, and a
+// manifest file is pending (blob id by path) until a window confirms or
+// needs it (settle).
 func (s *branchState) readSubtree(ctx context.Context, root string) (
-	files map[string][]byte, ids map[string]string, rendered map[string]manifest.ObjectID, err error,
+	files map[string][]byte, ids map[string]string, rendered map[string]manifest.ObjectID, pending map[string]string, err error,
 ) {
-	files, ids, rendered = map[string][]byte{}, map[string]string{}, map[string]manifest.ObjectID{}
+	files, ids, rendered, pending = map[string][]byte{}, map[string]string{}, map[string]manifest.ObjectID{}, map[string]string{}
 	tip := s.tip()
 	if tip == "" {
-		return files, ids, rendered, nil
+		return files, ids, rendered, pending, nil
 	}
 	// The expected contents serve this read only: the ones the tree has
 	// join the blob cache (the same bytes the index then holds), the rest
@@ -236,7 +243,7 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (
 	}
 	entries, err := s.forge.Tree(ctx, tip, root)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
+		return nil, nil, nil, nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
 	}
 	var missing []forges.TreeEntry
 	for _, e := range entries {
@@ -256,17 +263,21 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (
 			files[e.Path] = content
 			continue
 		}
+		if manifest.Deferrable(root, e.Path) {
+			pending[e.Path] = e.BlobID
+			continue
+		}
 		missing = append(missing, e)
 	}
 	contents, err := readBlobs(ctx, s.forge, missing)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	for i, e := range missing {
 		s.blobs.put(e.BlobID, contents[i])
 		files[e.Path] = contents[i]
 	}
-	return files, ids, rendered, nil
+	return files, ids, rendered, pending, nil
 }
 
 // readBlobs reads the blobs of entries, as many at a time as the forge

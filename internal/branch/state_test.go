@@ -58,6 +58,8 @@ func TestSeedsServeOneIndexLoadAndOnlyWhatGitHasIsCached(t *testing.T) {
 
 	s.expect([]rendering{{Content: same}, {Content: changed}, {Content: fresh}})
 	require.NoError(t, s.ensureLoaded(context.Background(), key))
+	require.Zero(t, forge.reads, "the file that differs is pending until a plan needs it")
+	require.NoError(t, s.resolvePending(context.Background(), s.targets[key]))
 
 	require.Equal(t, 1, forge.reads, "only the file that differs is read")
 	require.Nil(t, s.expected)
@@ -67,7 +69,7 @@ func TestSeedsServeOneIndexLoadAndOnlyWhatGitHasIsCached(t *testing.T) {
 		_, cached := s.blobs.get(blobID(c))
 		require.False(t, cached, "a seed Git does not have is not kept")
 	}
-	require.Equal(t, 1, forge.released)
+	require.Equal(t, 2, forge.released, "after the load, and again after the pending file was read")
 }
 
 // After a restart the files Git holds are the renderings the worker is
@@ -84,6 +86,7 @@ func TestAnExpectedRenderingIsIndexedWithoutParsing(t *testing.T) {
 
 	s.expect([]rendering{{Content: rendered, ID: a}})
 	require.NoError(t, s.ensureLoaded(context.Background(), key))
+	require.NoError(t, s.resolvePending(context.Background(), s.targets[key]))
 
 	ix := s.targets[key].index
 	require.Equal(t, 1, ix.Parses(), "only the file a person formatted is parsed")
@@ -130,6 +133,7 @@ func TestTheRenderingsAreHeldForTheReadOnly(t *testing.T) {
 
 	s.expect([]rendering{{Content: same}, {Content: changed}})
 	require.NoError(t, s.ensureLoaded(context.Background(), key))
+	require.NoError(t, s.resolvePending(context.Background(), s.targets[key]))
 
 	require.Equal(t, map[string]bool{string(same): true}, forge.heldAtTree, "the tree's file the worker holds, with its bytes")
 	require.Nil(t, forge.held, "forgotten once the read is done")

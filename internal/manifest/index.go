@@ -39,6 +39,8 @@ type Index struct {
 	parses int
 	// trees bounds the documents that keep their parse (document.tree).
 	trees treeRing
+	// pending are files known by path and blob id only (pending.go).
+	pending pendingFiles
 }
 
 // manifestFile is a parsed YAML file: its bytes, its sections, and the
@@ -132,9 +134,9 @@ func (ix *Index) Parses() int { return ix.parses }
 // Root is the cleaned subtree root ("." for the repository root).
 func (ix *Index) Root() string { return ix.root }
 
-// Has reports whether a file exists at p.
+// Has reports whether a file exists at p, pending ones included.
 func (ix *Index) Has(p string) bool {
-	if _, ok := ix.manifests[p]; ok {
+	if _, ok := ix.manifests[p]; ok || ix.isPending(p) {
 		return true
 	}
 	_, ok := ix.others[p]
@@ -247,6 +249,7 @@ func (ix *Index) Remove(p string) { ix.remove(p, nil) }
 // remove forgets the file at p; the documents next (the file that replaces
 // it, nil for none) still holds keep their parse.
 func (ix *Index) remove(p string, next *manifestFile) {
+	ix.forgetPending(p)
 	delete(ix.others, p)
 	if _, ok := ix.kustomizations[p]; ok {
 		delete(ix.kustomizations, p)

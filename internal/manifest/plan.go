@@ -139,6 +139,9 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := ix.checkUnread(changes); err != nil {
+		return Result{}, err
+	}
 	if len(changes) > 0 {
 		changes = append(changes, p.bootstrapChanges(ix, ws.files)...)
 	}

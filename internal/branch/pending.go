@@ -1,0 +1,120 @@
+package branch
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/gitfile"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
+)
+
+// This file holds the index's pending files as the worker sees them. An
+// index loads when the first window is committed; a replay larger than a
+// window (--branch-buffer-max-size) delivers its other objects moments
+// later, so their files, unchanged since the operator stopped, are neither
+// read nor parsed at the load (readSubtree leaves them pending). Each
+// window confirms the pending files that are its writes' renderings, by
+// blob id, and any window but a replay's window of no-ops first reads and
+// parses whatever is still pending: a plan that writes, a sweep and the
+// acceptance gate (manifest.Index.Check, which refuses a person's file the
+// operator cannot manage even when the window writes nothing) see the
+// whole subtree, as they did before. Only a window of no-ops of a replay
+// is planned with files unread: it writes nothing, and the replay's later
+// windows confirm those files or its sweep reads them. A restart with
+// nothing changed thus reads and parses no file, whatever the replay's
+// windows.
+
+// deferAll makes the files of pending (blob id by path) pending in ix.
+func deferAll(ix *manifest.Index, pending map[string]string) error {
+	for p, id := range pending {
+		if err := ix.Defer(p, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle readies the target's index to plan win: it confirms the pending
+// files win's writes render to and, unless win is a replay's window of
+// no-ops, resolves the rest. Sweeps, deletes, sensitive writes and changed or new
+// objects all need the whole subtree: a sweep deletes what no file names
+// any more, a new object's path must not be taken, a sensitive document
+// must not be shared; being conservative costs a read, a wrong plan a bad
+// commit.
+func (s *branchState) settle(ctx context.Context, win *window) error {
+	ts, ok := s.targets[win.target]
+	if !ok || ts.index == nil || ts.index.PendingCount() == 0 {
+		return nil
+	}
+	noop := s.confirm(ts, win)
+	if !mustResolve(ts.index.PendingCount(), noop, win.replaying) {
+		return nil
+	}
+	return s.resolvePending(ctx, ts)
+}
+
+// mustResolve decides whether the pending files are read before a plan:
+// whenever some remain, unless the window is part of a replay (or a
+// catch-up) and only no-ops, so that later windows of the replay may still
+// confirm them.
+func mustResolve(pending int, noop, replaying bool) bool { return pending > 0 && !(noop && replaying) }
+
+// confirm registers each pending file that is exactly the rendering of one
+// of win's writes as that object's document (manifest.Index.Confirm), and
+// caches its content as readSubtree caches a seed. It reports whether every
+// write of win is a no-op: an upsert of a plain object whose rendering is
+// the content of the file the index finds the object in, and no sweep.
+func (s *branchState) confirm(ts *targetState, win *window) (noop bool) {
+	noop = len(win.sweeps) == 0
+	for _, wr := range win.writes {
+		if wr.YAML == nil || wr.Sensitive {
+			noop = false
+			continue
+		}
+		content := manifest.FileContent(wr.YAML)
+		id := gitfile.BlobID(content, s.idLike)
+		if _, ok := ts.index.Confirm(id, content, wr.ID); ok {
+			s.blobs.put(id, content)
+		}
+		if noop {
+			p, found := ts.index.Lookup(wr.ID)
+			noop = found && ts.blobIDs[p] == id
+		}
+	}
+	return noop
+}
+
+// resolvePending reads every pending file of the target (the blob cache,
+// then the forge) and indexes it parsed. A forge that let its blobs go
+// fetches its snapshot again for the first of them (forges.BlobReleaser),
+// so they go again once read.
+func (s *branchState) resolvePending(ctx context.Context, ts *targetState) error {
+	pending := ts.index.Pending()
+	files := make(map[string][]byte, len(pending))
+	var missing []forges.TreeEntry
+	for p, id := range pending {
+		if content, ok := s.blobs.get(id); ok {
+			files[p] = content
+			continue
+		}
+		missing = append(missing, forges.TreeEntry{Path: p, BlobID: id, Mode: forges.ModeRegular})
+	}
+	sort.Slice(missing, func(i, j int) bool { return missing[i].Path < missing[j].Path })
+	contents, err := readBlobs(ctx, s.forge, missing)
+	if err != nil {
+		return err
+	}
+	for i, e := range missing {
+		s.blobs.put(e.BlobID, contents[i])
+		files[e.Path] = contents[i]
+	}
+	if err := ts.index.Resolve(files); err != nil {
+		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, ts.at, err)
+	}
+	if len(missing) > 0 {
+		s.releaseBlobs()
+	}
+	return nil
+}
