@@ -49,6 +49,10 @@ func (s *branchState) settle(ctx context.Context, win *window) error {
 		return nil
 	}
 	noop := s.confirm(ts, win)
+	if ts.index.PendingCount() == 0 {
+		s.releaseBlobs() // the last pending file was confirmed: the forge's copy can go
+		return nil
+	}
 	if !mustResolve(ts.index.PendingCount(), noop, win.replaying) {
 		return nil
 	}
@@ -87,9 +91,11 @@ func (s *branchState) confirm(ts *targetState, win *window) (noop bool) {
 }
 
 // resolvePending reads every pending file of the target (the blob cache,
-// then the forge) and indexes it parsed. A forge that let its blobs go
-// fetches its snapshot again for the first of them (forges.BlobReleaser),
-// so they go again once read.
+// then the forge) and indexes it parsed; then the forge may let its blobs
+// go (forges.BlobReleaser). The load did not tell it so while files were
+// pending: the go-git forge still holds their blobs from the listing's
+// fetch and answers these reads from memory. One that let them go (a
+// blob-less fetch) fetches the snapshot again once for all of them.
 func (s *branchState) resolvePending(ctx context.Context, ts *targetState) error {
 	pending := ts.index.Pending()
 	files := make(map[string][]byte, len(pending))
@@ -113,8 +119,6 @@ func (s *branchState) resolvePending(ctx context.Context, ts *targetState) error
 	if err := ts.index.Resolve(files); err != nil {
 		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, ts.at, err)
 	}
-	if len(missing) > 0 {
-		s.releaseBlobs()
-	}
+	s.releaseBlobs()
 	return nil
 }

@@ -193,7 +193,9 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.tip(), err)
 	}
 	ts.index, ts.blobIDs, ts.at = ix, ids, s.tip()
-	s.releaseBlobs()
+	if ix.PendingCount() == 0 {
+		s.releaseBlobs() // else once the pending files are settled: a forge that kept them answers their reads itself
+	}
 	return nil
 }
 
