@@ -80,6 +80,9 @@ func MarshalNode(obj *unstructured.Unstructured) ([]byte, *yaml.Node, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("marshal %s: %w", IdentityOf(obj), err)
 	}
+	if content, ok := writeBlock(root); ok {
+		return content, root, nil
+	}
 	buf := renderBuffers.Get().(*bytes.Buffer)
 	defer putRenderBuffer(buf)
 	enc := yaml.NewEncoder(buf)
