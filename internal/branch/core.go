@@ -110,7 +110,7 @@ func (c *Core) Step(now time.Time, ev Event) []Action {
 	case WriteEvent:
 		c.openWindow(e.Target, c.authorOf(e.Author), now).add(e.Write, now)
 		if c.window.bytes >= c.conf.BufferMax {
-			c.finalize(now)
+			c.finalizeFull(now)
 		}
 	case SyncEvent:
 		if e.Sweep != nil {
@@ -236,6 +236,28 @@ func (c *Core) finalize(now time.Time) {
 	c.window = nil
 	c.push(now, false)
 	c.notifySettled() // an empty window closed, or a push was held back
+}
+
+// finalizeFull closes a window its writes filled. A replay larger than a
+// window is committed in parts, and the sweeps of the streams that already
+// finished move on to the window that continues the replay: they delete
+// what the whole replay did not name, in its last commit, and the windows
+// before it hold only the replay's objects, which after a restart with
+// nothing changed are the files already there (the worker then plans them
+// without reading the files the replay has not reached yet; see
+// branchState.settle).
+func (c *Core) finalizeFull(now time.Time) {
+	full := c.window
+	var carried []Sweep
+	if full.replaying {
+		carried, full.sweeps = full.sweeps, nil
+	}
+	c.finalize(now)
+	if len(carried) > 0 {
+		next := c.openWindow(full.target, full.author, now)
+		next.sweeps = append(next.sweeps, carried...)
+		next.reconcile, next.replaying = true, true
+	}
 }
 
 // coalesce merges each pending window into the previous pending window of

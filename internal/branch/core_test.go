@@ -446,3 +446,38 @@ func TestCoreACommittedWindowIsNotKeptInPendingsSpareCapacity(t *testing.T) {
 		require.Nil(t, held, "a committed window is still referenced")
 	}
 }
+
+// TestCoreAFullReplayWindowPassesItsSweepsOn: a replay that fills a window
+// is committed in parts; the sweeps of the streams that finished go to the
+// window that continues the replay, so its last commit deletes what the
+// whole replay did not name.
+func TestCoreAFullReplayWindowPassesItsSweepsOn(t *testing.T) {
+	one := WriteEvent{Target: coreTo, Write: replayed("one", "cm")}
+	two := WriteEvent{Target: coreTo, Write: replayed("two", "cm")}
+	three := WriteEvent{Target: coreTo, Write: replayed("three", "cm")}
+	c := testCore(func(c *CoreConfig) { c.BufferMax = len(one.Write.YAML) + len(two.Write.YAML) })
+	sweep := func(ns string) *Sweep { s := Sweep{}; s.Scope.Namespace = ns; return &s }
+	var commits [][]*window
+	step := func(at time.Duration, ev Event) {
+		for _, a := range c.Step(t0.Add(at), ev) {
+			if commit, ok := a.(Commit); ok {
+				commits = append(commits, commit.Windows)
+			}
+		}
+	}
+	step(0, one)
+	step(time.Millisecond, SyncEvent{Target: coreTo, Sweep: sweep("a")})
+	step(2*time.Millisecond, two)
+	step(3*time.Millisecond, three)
+	require.Len(t, commits, 1, "the full window went out")
+	require.Len(t, commits[0], 1)
+	require.Empty(t, commits[0][0].sweeps, "its sweep waits for the rest of the replay")
+	require.Len(t, commits[0][0].writes, 2)
+	step(4*time.Millisecond, committed(commits[0][0].seq))
+	step(5*time.Millisecond, SyncEvent{Target: coreTo, Sweep: sweep("b"), CloseWindow: true})
+	require.Len(t, commits, 2)
+	last := commits[1][0]
+	require.Len(t, last.writes, 1, "the replay's third object")
+	require.Equal(t, []string{"a", "b"}, []string{last.sweeps[0].Scope.Namespace, last.sweeps[1].Scope.Namespace})
+	require.True(t, last.reconcile)
+}
