@@ -106,6 +106,11 @@ type Client struct {
 	// fetches counts fetches over the Client's life, so tests can prove
 	// that reads after the Client's own commits stay local.
 	fetches int
+	// fetchedObjects and fetchedBytes add up the objects and the bytes of
+	// the packs those fetches received, so tests and benchmarks see
+	// whether a fetch carried blobs.
+	fetchedObjects int64
+	fetchedBytes   int64
 	// held names the blobs the caller holds (HoldBlobs): a fetch keeps
 	// none of them. nil when it named none.
 	held func(id string) ([]byte, bool)
