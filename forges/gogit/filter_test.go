@@ -56,12 +56,7 @@ func filteringRemotes() []remote {
 
 func forEachFilteringRemote(t *testing.T, test func(t *testing.T, r remote)) {
 	t.Helper()
-	for _, r := range filteringRemotes() {
-		t.Run(r.name, func(t *testing.T) {
-			t.Parallel()
-			test(t, r)
-		})
-	}
+	forEachRemoteIn(t, filteringRemotes(), test)
 }
 
 // A Tree of a 2,000-file snapshot brings the commit and its trees and no

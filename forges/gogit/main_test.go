@@ -113,7 +113,13 @@ func remotesOf(server *testServer) []remote {
 // own repositories.
 func forEachRemote(t *testing.T, test func(t *testing.T, r remote)) {
 	t.Helper()
-	for _, r := range remotes() {
+	forEachRemoteIn(t, remotes(), test)
+}
+
+// forEachRemoteIn runs test once per remote of rs, in parallel.
+func forEachRemoteIn(t *testing.T, rs []remote, test func(t *testing.T, r remote)) {
+	t.Helper()
+	for _, r := range rs {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			test(t, r)

@@ -16,7 +16,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
 
 // withoutBlobs is the object filter of a snapshot fetched for its trees:
@@ -91,13 +90,9 @@ func (c *Client) uploadPack(ctx context.Context, spec config.RefSpec, blobs bool
 // openUploadPack opens a fetch session with the remote, as openReceivePack
 // does a push session.
 func (c *Client) openUploadPack() (transport.UploadPackSession, error) {
-	endpoint, err := transport.NewEndpoint(c.url)
+	gitTransport, endpoint, err := c.transport()
 	if err != nil {
-		return nil, fmt.Errorf("parsing repository URL: %w", err)
-	}
-	gitTransport, err := client.NewClient(endpoint)
-	if err != nil {
-		return nil, fmt.Errorf("choosing a transport for %s: %w", endpoint.Protocol, err)
+		return nil, err
 	}
 	return gitTransport.NewUploadPackSession(endpoint, c.auth)
 }
