@@ -73,22 +73,22 @@ func BenchmarkFetchTree(b *testing.B) {
 	}
 	ctx := context.Background()
 	for _, bc := range cases {
-		name := "bench-fetch-" + strings.ToLower(rand.Text()[:8])
-		head, err := bc.server.CreateRepoWithCommit(name, contents)
-		if err != nil {
-			b.Fatal(err)
-		}
-		// Packed, as a pushed snapshot is on a server (receive-pack keeps
-		// a push of more than transfer.unpackLimit objects as a pack):
-		// 2,000 loose objects cost upload-pack a file each.
-		if _, err := bc.server.Git(name, "repack", "-a", "-d", "-q"); err != nil {
-			b.Fatal(err)
-		}
-		held := map[string][]byte{}
-		for _, c := range contents {
-			held[gitfile.BlobID([]byte(c), head)] = []byte(c)
-		}
 		b.Run(bc.name, func(b *testing.B) {
+			name := "bench-fetch-" + strings.ToLower(rand.Text()[:8])
+			head, err := bc.server.CreateRepoWithCommit(name, contents)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Packed, as a pushed snapshot is on a server (receive-pack keeps
+			// a push of more than transfer.unpackLimit objects as a pack):
+			// 2,000 loose objects cost upload-pack a file each.
+			if _, err := bc.server.Git(name, "repack", "-a", "-d", "-q"); err != nil {
+				b.Fatal(err)
+			}
+			held := map[string][]byte{}
+			for _, c := range contents {
+				held[gitfile.BlobID([]byte(c), head)] = []byte(c)
+			}
 			b.ReportAllocs()
 			var packBytes, objects int64
 			for b.Loop() {
