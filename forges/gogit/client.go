@@ -10,7 +10,9 @@
 // snapshots are dropped as new ones arrive, so memory follows the size of
 // one checkout, not of the history; and once the worker holds the files
 // it read or pushed, it lets the blobs go (ReleaseBlobs), as the next
-// commit needs only the trees.
+// commit needs only the trees. A server that allows object filters
+// (partial clone) is not even asked for the blobs until one is read
+// (uploadPack).
 //
 // Commits are built object by object in that store and pushed with a
 // compare-and-swap on the branch: the push names the commit the branch must
