@@ -180,3 +180,30 @@ func TestABlobInNoSnapshotIsNotFoundAfterAFilteredFetch(t *testing.T) {
 			"the blobs came back once, and a blob they do not have is not fetched for again")
 	})
 }
+
+// A branch that moved between the Tree and the first Blob: the old head is
+// no longer at a ref, and this server does not serve commits by id, but
+// the refetch of the ref brings the new head, whose blobs include every
+// file the move did not change. Those are read; a file the move changed
+// is not found, as the snapshot it was listed in is gone.
+func TestABlobAfterTheBranchMovedIsReadFromTheNewHead(t *testing.T) {
+	t.Parallel()
+	forEachFilteringRemote(t, func(t *testing.T, r remote) {
+		if !r.filters {
+			t.Skip("without filters the blobs come with the tree")
+		}
+		repo, head := createRepoOn(t, r.server, map[string]string{"a.yaml": "a\n", "b.yaml": "b\n"})
+		client := newClient(t, r, repo)
+		ctx := testContext(t)
+		entries, err := client.Tree(ctx, head, "")
+		require.NoError(t, err)
+		_, err = r.server.CommitFiles(repo, map[string]string{"b.yaml": "b2\n"}, "someone else")
+		require.NoError(t, err)
+
+		content, err := client.Blob(ctx, entries[0].BlobID)
+		require.NoError(t, err)
+		require.Equal(t, "a\n", string(content))
+		_, err = client.Blob(ctx, entries[1].BlobID)
+		require.ErrorIs(t, err, forges.ErrNotFound)
+	})
+}
