@@ -10,7 +10,9 @@
 // snapshots are dropped as new ones arrive, so memory follows the size of
 // one checkout, not of the history; and once the worker holds the files
 // it read or pushed, it lets the blobs go (ReleaseBlobs), as the next
-// commit needs only the trees.
+// commit needs only the trees. A server that allows object filters
+// (partial clone) is not even asked for the blobs until one is read
+// (uploadPack).
 //
 // Commits are built object by object in that store and pushed with a
 // compare-and-swap on the branch: the push names the commit the branch must
@@ -106,6 +108,11 @@ type Client struct {
 	// fetches counts fetches over the Client's life, so tests can prove
 	// that reads after the Client's own commits stay local.
 	fetches int
+	// fetchedObjects and fetchedBytes add up the objects and the bytes of
+	// the packs those fetches received, so tests and benchmarks see
+	// whether a fetch carried blobs.
+	fetchedObjects int64
+	fetchedBytes   int64
 	// held names the blobs the caller holds (HoldBlobs): a fetch keeps
 	// none of them. nil when it named none.
 	held func(id string) ([]byte, bool)

@@ -12,46 +12,54 @@ import (
 )
 
 // TestForgeContract runs the shared forge contract against a real git
-// server over HTTP with basic auth.
+// server over HTTP with basic auth; the server allows object filters, so
+// the client fetches trees without their blobs and blobs when read.
 func TestForgeContract(t *testing.T) {
-	forgetest.Run(t, gitFixture{}, forgetest.Options{})
+	forgetest.Run(t, gitFixture{server: shared}, forgetest.Options{})
 }
 
-type gitFixture struct{}
+// TestForgeContractWithoutFilters runs it against a server that does not
+// allow filters (git's default): every fetch brings the whole snapshot.
+func TestForgeContractWithoutFilters(t *testing.T) {
+	forgetest.Run(t, gitFixture{server: withoutFilters}, forgetest.Options{})
+}
 
-func (gitFixture) NewRepo(t *testing.T, name string, seed map[string]string) forgetest.Repo {
+type gitFixture struct{ server *testServer }
+
+func (f gitFixture) NewRepo(t *testing.T, name string, seed map[string]string) forgetest.Repo {
+	server := f.server
 	repo := repoName(t, name)
 	var err error
 	if seed == nil {
-		_, err = shared.CreateBareRepo(repo)
+		_, err = server.CreateBareRepo(repo)
 	} else {
-		_, err = shared.CreateRepoWithCommit(repo, seed)
+		_, err = server.CreateRepoWithCommit(repo, seed)
 	}
 	require.NoError(t, err)
-	client, err := New(Options{URL: shared.HTTPURL(repo), Auth: BasicAuth{Username: testHTTPUser, Password: testHTTPPassword}})
+	client, err := New(Options{URL: server.HTTPURL(repo), Auth: BasicAuth{Username: testHTTPUser, Password: testHTTPPassword}})
 	require.NoError(t, err)
-	wrong, err := New(Options{URL: shared.HTTPURL(repo), Auth: BasicAuth{Username: testHTTPUser, Password: "wrong"}})
+	wrong, err := New(Options{URL: server.HTTPURL(repo), Auth: BasicAuth{Username: testHTTPUser, Password: "wrong"}})
 	require.NoError(t, err)
 	return forgetest.Repo{
 		Forge:            client,
 		WrongCredentials: wrong,
 		File: func(t *testing.T, branch, path string) (string, bool) {
-			out, err := shared.ReadFile(repo, branch, path)
+			out, err := server.ReadFile(repo, branch, path)
 			return out, err == nil
 		},
-		Head: func(t *testing.T, branch string) forgetest.Commit { return headCommit(t, repo, branch) },
+		Head: func(t *testing.T, branch string) forgetest.Commit { return headCommit(t, server, repo, branch) },
 		CommitObject: func(t *testing.T, id string) []byte {
-			return gitverify.CatCommit(t, shared.RepoPath(repo), id)
+			return gitverify.CatCommit(t, server.RepoPath(repo), id)
 		},
 		ExternalCommit: func(t *testing.T, branch, path, content string) {
-			_, err := shared.CommitFilesOn(repo, branch, map[string]string{path: content}, "external edit")
+			_, err := server.CommitFilesOn(repo, branch, map[string]string{path: content}, "external edit")
 			require.NoError(t, err)
 		},
 	}
 }
 
-func headCommit(t *testing.T, repo, branch string) forgetest.Commit {
-	out, err := shared.Git(repo, "log", "-1", "--format=%H%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%P%x00%B", branch)
+func headCommit(t *testing.T, server *testServer, repo, branch string) forgetest.Commit {
+	out, err := server.Git(repo, "log", "-1", "--format=%H%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%P%x00%B", branch)
 	require.NoError(t, err)
 	f := strings.SplitN(out, "\x00", 9)
 	require.Len(t, f, 9)

@@ -13,7 +13,6 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/configbutler/gitops-reverser/forges"
 )
@@ -33,14 +32,10 @@ func privateRef(remote plumbing.ReferenceName) plumbing.ReferenceName {
 	return plumbing.ReferenceName(privateRefPrefix + strings.TrimPrefix(remote.String(), "refs/"))
 }
 
-// remote is a go-git remote over the current object store. It is cheap and
-// made per call because compact replaces the store.
+// remote is a go-git remote over the current object store, for ls-remote.
+// It is cheap and made per call because compact replaces the store.
 func (c *Client) remote() *git.Remote {
-	var store storage.Storer = c.objects
-	if c.held != nil {
-		store = heldStore{Storage: c.objects, held: c.held}
-	}
-	return git.NewRemote(store, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{c.url}})
+	return git.NewRemote(c.objects, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{c.url}})
 }
 
 // listRemoteRefs runs ls-remote and remembers the answer for fetchCommit.
@@ -68,7 +63,10 @@ func (c *Client) listRemoteRefs(ctx context.Context) (map[plumbing.ReferenceName
 }
 
 // loadCommit returns a commit from the store, fetching its snapshot first
-// when it is not there. preferred is the ref expected to point at it.
+// when it is not there: its commit and trees, without blobs when the
+// server allows it (see uploadPack), as listing a tree and building a
+// commit on it need no blob; Blob fetches them when one is read.
+// preferred is the ref expected to point at it.
 func (c *Client) loadCommit(ctx context.Context, hash plumbing.Hash, preferred plumbing.ReferenceName) (*object.Commit, error) {
 	commit, err := object.GetCommit(c.objects, hash)
 	if err == nil {
@@ -77,7 +75,7 @@ func (c *Client) loadCommit(ctx context.Context, hash plumbing.Hash, preferred p
 	if !errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, fmt.Errorf("reading commit %s from memory: %w", hash, err)
 	}
-	if err := c.fetchCommit(ctx, hash, preferred); err != nil {
+	if err := c.fetchCommit(ctx, hash, preferred, false); err != nil {
 		return nil, err
 	}
 	commit, err = object.GetCommit(c.objects, hash)
@@ -94,8 +92,9 @@ func (c *Client) loadCommit(ctx context.Context, hash plumbing.Hash, preferred p
 // fetchCommit brings the snapshot of want into the store with one depth-1
 // fetch of the ref that points at it (preferred first), into a private
 // ref. When no ref points at it, or the ref moved before the fetch, it
-// asks for the commit by id instead.
-func (c *Client) fetchCommit(ctx context.Context, want plumbing.Hash, preferred plumbing.ReferenceName) error {
+// asks for the commit by id instead. blobs false asks for the snapshot
+// without its blobs (only servers that allow filters leave them out).
+func (c *Client) fetchCommit(ctx context.Context, want plumbing.Hash, preferred plumbing.ReferenceName, blobs bool) error {
 	source, found := c.refPointingAt(want, preferred)
 	if !found {
 		if _, err := c.listRemoteRefs(ctx); err != nil {
@@ -104,23 +103,23 @@ func (c *Client) fetchCommit(ctx context.Context, want plumbing.Hash, preferred 
 		source, found = c.refPointingAt(want, preferred)
 	}
 	if !found {
-		return c.fetchByID(ctx, want)
+		return c.fetchByID(ctx, want, blobs)
 	}
 	local := privateRef(source)
-	if err := c.fetchInto(ctx, config.RefSpec("+"+source.String()+":"+local.String()), local); err != nil {
+	if err := c.fetchInto(ctx, config.RefSpec("+"+source.String()+":"+local.String()), local, blobs); err != nil {
 		return err
 	}
 	if _, err := c.objects.EncodedObject(plumbing.CommitObject, want); err == nil {
 		return nil
 	}
-	return c.fetchByID(ctx, want)
+	return c.fetchByID(ctx, want, blobs)
 }
 
 // fetchByID fetches a commit no ref points at. Servers allow it only with
 // uploadpack.allowReachableSHA1InWant (or the tip variant); otherwise the
 // commit is, as far as this client can tell, gone.
-func (c *Client) fetchByID(ctx context.Context, want plumbing.Hash) error {
-	err := c.fetchInto(ctx, config.RefSpec("+"+want.String()+":"+exactCommitRef.String()), exactCommitRef)
+func (c *Client) fetchByID(ctx context.Context, want plumbing.Hash, blobs bool) error {
+	err := c.fetchInto(ctx, config.RefSpec("+"+want.String()+":"+exactCommitRef.String()), exactCommitRef, blobs)
 	if errors.Is(err, git.ErrExactSHA1NotSupported) {
 		return forges.Errorf(forges.KindNotFound, "fetch commit "+want.String(),
 			fmt.Errorf("no remote ref points at it and the server does not serve commits by id: %w", err))
@@ -150,23 +149,20 @@ func hungUp(err error) bool {
 }
 
 // fetchInto runs one depth-1 fetch of spec, whose destination is local,
-// and keeps the fetched snapshot.
-func (c *Client) fetchInto(ctx context.Context, spec config.RefSpec, local plumbing.ReferenceName) error {
+// and keeps the fetched snapshot: with its blobs, or, when blobs is false
+// and the server left them out, like a released one (its trees only; a
+// Blob of it fetches it again, with blobs).
+func (c *Client) fetchInto(ctx context.Context, spec config.RefSpec, local plumbing.ReferenceName, blobs bool) error {
 	c.fetches++
-	err := c.remote().FetchContext(ctx, &git.FetchOptions{
-		RefSpecs: []config.RefSpec{spec},
-		Depth:    1,
-		Auth:     c.auth,
-		Tags:     git.NoTags,
-	})
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+	filtered, err := c.uploadPack(ctx, spec, blobs)
+	if err != nil {
 		return err
 	}
 	fetched, err := c.objects.Reference(local)
 	if err != nil {
 		return fmt.Errorf("reading %s after fetching it: %w", local, err)
 	}
-	c.keepSnapshot(local, fetched.Hash(), true)
+	c.keepSnapshot(local, fetched.Hash(), !filtered)
 	return nil
 }
 

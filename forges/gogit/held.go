@@ -14,11 +14,12 @@ import (
 var _ forges.BlobHolder = (*Client)(nil)
 
 // HoldBlobs names the blobs the caller holds (forges.BlobHolder): until
-// HoldBlobs(nil), a fetch stores none of them. go-git v5 has no blob
-// filter on fetch (the server sends the whole depth-1 snapshot), so the
-// filter is the store the pack is parsed into: it drops a held blob as
-// the parser stores it and answers it from held when a delta in the pack
-// names it as its base.
+// HoldBlobs(nil), a fetch stores none of them. A fetch for a tree asks
+// the server for no blob at all when it allows filters (uploadPack); one
+// that does not, and the fetch that brings blobs back for Blob, send the
+// whole snapshot, so the filter is also the store the pack is parsed
+// into: it drops a held blob as the parser stores it and answers it from
+// held when a delta in the pack names it as its base.
 func (c *Client) HoldBlobs(held func(id string) ([]byte, bool)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -48,8 +48,16 @@ func TestAFetchWhileBlobsAreHeldKeepsNoneOfThem(t *testing.T) {
 		entries, err := client.Tree(ctx, head, "app")
 		require.NoError(t, err)
 		require.Len(t, entries, 12)
-		require.Equal(t, 2, blobsInStore(t, client), "only the blobs the caller does not hold are kept")
-		require.NotZero(t, asked)
+		// A server that allows filters sent no blob: the first Blob
+		// fetches the snapshot again, whole, through the holder.
+		loads := 1
+		if r.filters {
+			require.Zero(t, blobsInStore(t, client))
+			loads = 2
+		} else {
+			require.Equal(t, 2, blobsInStore(t, client), "only the blobs the caller does not hold are kept")
+			require.NotZero(t, asked)
+		}
 
 		for _, e := range entries {
 			if _, ok := held[e.BlobID]; ok {
@@ -61,7 +69,9 @@ func TestAFetchWhileBlobsAreHeldKeepsNoneOfThem(t *testing.T) {
 			require.Equal(t, len(content), cap(content), "a blob read is kept: it comes at its size")
 		}
 		client.HoldBlobs(nil)
-		require.Equal(t, 1, client.fetches, "the blobs not held are read from the one fetch")
+		require.Equal(t, 2, blobsInStore(t, client), "only the blobs the caller does not hold are kept")
+		require.NotZero(t, asked)
+		require.Equal(t, loads, client.fetches, "the blobs not held are read from one fetch")
 		client.ReleaseBlobs()
 		require.Zero(t, blobsInStore(t, client), "a release drops what the partial snapshot brought")
 
@@ -69,11 +79,11 @@ func TestAFetchWhileBlobsAreHeldKeepsNoneOfThem(t *testing.T) {
 		// and a held blob read later is fetched again, whole.
 		res, err := client.Commit(ctx, commitRequest("main", head, "add", put("app/new.yaml", "new\n")))
 		require.NoError(t, err)
-		require.Equal(t, 1, client.fetches)
+		require.Equal(t, loads, client.fetches)
 		require.Contains(t, filesOnServer(t, repo, res.Commit), "app/new.yaml")
 		content, err := client.Blob(ctx, entries[0].BlobID)
 		require.NoError(t, err)
 		require.Equal(t, files[entries[0].Path], string(content))
-		require.Equal(t, 2, client.fetches)
+		require.Equal(t, loads+1, client.fetches)
 	})
 }

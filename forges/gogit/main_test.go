@@ -23,11 +23,14 @@ const (
 	testHTTPPassword = "correct-horse-battery"
 )
 
-// shared is the one git server (HTTP with basic auth, SSH with one
+// shared is the git server (HTTP with basic auth, SSH with one
 // authorized key, and its repositories on disk for file://) that every
-// test in the package uses. TestMain sets it before any test runs and no
-// test changes it.
-var shared *testServer
+// test in the package uses; it allows object filters (partial clone), as
+// the forges do. withoutFilters is the same server with filters off
+// (uploadpack.allowFilter unset, git's default), for the fetches that
+// must work without them. TestMain sets both before any test runs and no
+// test changes them.
+var shared, withoutFilters *testServer
 
 type testServer struct {
 	*harness.GitServer
@@ -51,37 +54,57 @@ func runWithGitServer(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	server, err := harness.StartGitServer(dir, harness.GitServerOptions{
-		HTTPUsername:   testHTTPUser,
-		HTTPPassword:   testHTTPPassword,
-		AuthorizedKeys: []ssh.PublicKey{publicKey},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the git server:", err)
-		return 1
+	for _, deny := range []bool{false, true} {
+		server, err := harness.StartGitServer(filepath.Join(dir, fmt.Sprintf("deny-filters-%t", deny)), harness.GitServerOptions{
+			HTTPUsername:   testHTTPUser,
+			HTTPPassword:   testHTTPPassword,
+			AuthorizedKeys: []ssh.PublicKey{publicKey},
+			DenyFilters:    deny,
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "starting the git server:", err)
+			return 1
+		}
+		defer server.Stop()
+		if deny {
+			withoutFilters = &testServer{GitServer: server, sshKey: keyPEM}
+		} else {
+			shared = &testServer{GitServer: server, sshKey: keyPEM}
+		}
 	}
-	defer server.Stop()
-	shared = &testServer{GitServer: server, sshKey: keyPEM}
 	return m.Run()
 }
 
-// remote is one way of reaching the shared server.
+// remote is one way of reaching a test server.
 type remote struct {
 	name    string
+	server  *testServer
 	options func(repo string) Options
+	// filters says whether the server behind it leaves out the blobs a
+	// fetch for a tree does not need. go-git's file:// transport runs the
+	// local git-upload-pack with this process's config, which does not
+	// allow filters.
+	filters bool
 }
 
-// remotes are the three transports every behaviour is proven over.
+// remotes are the three transports every behaviour is proven over, to
+// the shared server.
 func remotes() []remote {
+	return remotesOf(shared)
+}
+
+// remotesOf are the three transports to server.
+func remotesOf(server *testServer) []remote {
+	filters := server == shared
 	return []remote{
-		{name: "http", options: func(repo string) Options {
-			return Options{URL: shared.HTTPURL(repo), Auth: BasicAuth{Username: testHTTPUser, Password: testHTTPPassword}}
+		{name: "http", server: server, filters: filters, options: func(repo string) Options {
+			return Options{URL: server.HTTPURL(repo), Auth: BasicAuth{Username: testHTTPUser, Password: testHTTPPassword}}
 		}},
-		{name: "ssh", options: func(repo string) Options {
-			return Options{URL: shared.SSHURL(repo), Auth: SSHKey{PEM: shared.sshKey, KnownHosts: []byte(shared.KnownHosts())}}
+		{name: "ssh", server: server, filters: filters, options: func(repo string) Options {
+			return Options{URL: server.SSHURL(repo), Auth: SSHKey{PEM: server.sshKey, KnownHosts: []byte(server.KnownHosts())}}
 		}},
-		{name: "file", options: func(repo string) Options {
-			return Options{URL: shared.FileURL(repo)}
+		{name: "file", server: server, options: func(repo string) Options {
+			return Options{URL: server.FileURL(repo)}
 		}},
 	}
 }
@@ -90,7 +113,13 @@ func remotes() []remote {
 // own repositories.
 func forEachRemote(t *testing.T, test func(t *testing.T, r remote)) {
 	t.Helper()
-	for _, r := range remotes() {
+	forEachRemoteIn(t, remotes(), test)
+}
+
+// forEachRemoteIn runs test once per remote of rs, in parallel.
+func forEachRemoteIn(t *testing.T, rs []remote, test func(t *testing.T, r remote)) {
+	t.Helper()
+	for _, r := range rs {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			test(t, r)
@@ -115,8 +144,14 @@ func repoName(t *testing.T, suffix ...string) string {
 // ".git-index.lock", which would be in every tree these tests compare.)
 func createRepo(t *testing.T, files map[string]string, suffix ...string) (name, head string) {
 	t.Helper()
+	return createRepoOn(t, shared, files, suffix...)
+}
+
+// createRepoOn is createRepo on server.
+func createRepoOn(t *testing.T, server *testServer, files map[string]string, suffix ...string) (name, head string) {
+	t.Helper()
 	name = repoName(t, suffix...)
-	_, err := shared.CreateBareRepo(name)
+	_, err := server.CreateBareRepo(name)
 	require.NoError(t, err)
 	cli := newGitCLI(t)
 	work := t.TempDir()
@@ -132,7 +167,7 @@ func createRepo(t *testing.T, files map[string]string, suffix ...string) (name, 
 	}
 	cli.run(t, work, "add", "--all")
 	cli.run(t, work, "commit", "--quiet", "--message", "Initial commit")
-	cli.run(t, work, "push", "--quiet", shared.FileURL(name), "main")
+	cli.run(t, work, "push", "--quiet", server.FileURL(name), "main")
 	return name, cli.run(t, work, "rev-parse", "HEAD")
 }
 

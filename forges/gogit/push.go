@@ -65,15 +65,25 @@ func (c *Client) push(ctx context.Context, branch plumbing.ReferenceName, expect
 // openReceivePack starts a push session. The endpoint is parsed per call
 // because go-git's HTTP transport rewrites it in place on redirects.
 func (c *Client) openReceivePack() (transport.ReceivePackSession, error) {
+	gitTransport, endpoint, err := c.transport()
+	if err != nil {
+		return nil, err
+	}
+	return gitTransport.NewReceivePackSession(endpoint, c.auth)
+}
+
+// transport is go-git's client for the remote's protocol, and the remote
+// as it names it.
+func (c *Client) transport() (transport.Transport, *transport.Endpoint, error) {
 	endpoint, err := transport.NewEndpoint(c.url)
 	if err != nil {
-		return nil, fmt.Errorf("parsing repository URL: %w", err)
+		return nil, nil, fmt.Errorf("parsing repository URL: %w", err)
 	}
 	gitTransport, err := client.NewClient(endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("choosing a transport for %s: %w", endpoint.Protocol, err)
+		return nil, nil, fmt.Errorf("choosing a transport for %s: %w", endpoint.Protocol, err)
 	}
-	return gitTransport.NewReceivePackSession(endpoint, c.auth)
+	return gitTransport, endpoint, nil
 }
 
 func checkAdvertisedHead(advertised *packp.AdvRefs, branch plumbing.ReferenceName, expected plumbing.Hash) error {

@@ -55,7 +55,9 @@ func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.Tree
 
 // Blob returns the content of a blob of a snapshot the Client holds: one
 // it fetched (through Tree or Commit) or created. A snapshot whose blobs
-// were dropped (after a push, or ReleaseBlobs) is fetched again. Plain Git
+// the store lacks (fetched without them, or dropped by ReleaseBlobs) is
+// fetched again, with them, once for every blob of it: concurrent calls
+// wait on the Client's lock and the first brings them all. Plain Git
 // cannot fetch a single blob, so any other blob is not found.
 func (c *Client) Blob(ctx context.Context, id string) ([]byte, error) {
 	op := "read blob " + id
@@ -68,11 +70,14 @@ func (c *Client) Blob(ctx context.Context, id string) ([]byte, error) {
 	content, err := c.readBlob(hash)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		restored, restoreErr := c.restoreBlobs(ctx)
-		if restoreErr != nil {
-			return nil, classify(op, restoreErr)
-		}
 		if restored {
 			content, err = c.readBlob(hash)
+		}
+		if restoreErr != nil && err != nil {
+			// A ref that moved since the snapshot was fetched still
+			// brings its new head, which most often has the blob too:
+			// a blob is its content, whichever commit it came with.
+			return nil, classify(op, restoreErr)
 		}
 	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {

@@ -126,7 +126,15 @@ func TestReadsAfterOwnCommitsFetchNothing(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("n: %d\n", i), string(content))
 			head = result.Commit
 		}
-		require.Equal(t, 1, client.fetches, "commits on top of its own commits fetch nothing")
+		if r.filters {
+			// The first load brought the trees only, so the pushed
+			// snapshot lacks the blobs it shares with it: the first
+			// Blob fetches it once, with blobs, and the commits after
+			// it keep theirs.
+			require.Equal(t, 2, client.fetches, "commits on top of its own commits fetch nothing")
+		} else {
+			require.Equal(t, 1, client.fetches, "commits on top of its own commits fetch nothing")
+		}
 	})
 }
 

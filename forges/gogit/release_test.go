@@ -38,7 +38,11 @@ func TestReleasedAfterAPushTheNextCommitNeedsNoFetch(t *testing.T) {
 	forEachRemote(t, func(t *testing.T, r remote) {
 		client, repo, head, entries := loadedApp(t, r)
 		ctx := testContext(t)
-		require.Equal(t, 2, blobsInStore(t, client), "a fetched snapshot keeps its blobs for the reads that follow")
+		if r.filters {
+			require.Zero(t, blobsInStore(t, client), "a server that allows filters sends the trees only")
+		} else {
+			require.Equal(t, 2, blobsInStore(t, client), "a fetched snapshot keeps its blobs for the reads that follow")
+		}
 
 		first, err := client.Commit(ctx, commitRequest("main", head, "first", put("app/c.yaml", "c\n")))
 		require.NoError(t, err)

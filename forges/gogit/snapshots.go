@@ -126,7 +126,7 @@ func (c *Client) restoreBlobs(ctx context.Context) (bool, error) {
 	}
 	c.compact()
 	for ref, commit := range released {
-		if err := c.fetchCommit(ctx, commit, remoteRef(ref)); err != nil {
+		if err := c.fetchCommit(ctx, commit, remoteRef(ref), true); err != nil {
 			return true, err
 		}
 	}

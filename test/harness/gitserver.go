@@ -33,6 +33,12 @@ type GitServerOptions struct {
 	// updates on the server side (receive.denyNonFastForwards), so even a
 	// forced push is refused, as a protected branch on a forge would.
 	DenyNonFastForwards bool
+	// DenyFilters turns partial clone off: upload-pack then neither
+	// advertises the "filter" capability nor honours a filter, as on a
+	// server without uploadpack.allowFilter, which is git's default
+	// (https://git-scm.com/docs/git-config#Documentation/git-config.txt-uploadpackallowFilter).
+	// The zero value allows filters, as the forges do.
+	DenyFilters bool
 }
 
 // GitServer is a plain git remote on loopback: bare repositories under one
@@ -358,6 +364,11 @@ func (s *GitServer) gitEnv() []string {
 	// because http-backend only allows pushes from an authenticated
 	// REMOTE_USER unless told otherwise.
 	config := [][2]string{{"http.receivepack", "true"}}
+	if !s.options.DenyFilters {
+		// upload-pack advertises "filter" only with this set
+		// (https://git-scm.com/docs/protocol-capabilities#_filter).
+		config = append(config, [2]string{"uploadpack.allowFilter", "true"})
+	}
 	if s.options.DenyNonFastForwards {
 		config = append(config, [2]string{"receive.denyNonFastForwards", "true"})
 	}
