@@ -2,6 +2,7 @@ package sanitize
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -16,14 +17,14 @@ func FuzzWriteBlockMatchesYAMLv3(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}`), "a", "b")
 	f.Add([]byte(`{"spec":{"l":[1,2.5,true,null,{"a":[]},[{}]],"s":"x: y"}}`), "- a", "1e3")
 	f.Add([]byte(`{"a":{"b":{"c":["x\ny\n",""]}}}`), "line\n\n", " lead")
-	for _, s := range blockScalars {
+	for _, s := range append(adversarialScalars, moreScalars...) {
 		f.Add([]byte(`{}`), s, "v")
 	}
 	f.Fuzz(func(t *testing.T, object []byte, first, second string) {
 		var m map[string]interface{}
 		if json.Unmarshal(object, &m) == nil && len(m) > 0 {
-			if root, err := mappingNode(m, topLevelRank, ""); err == nil {
-				requireSameAsYAMLv3(t, root)
+			if root, err := mappingNode(m, topLevelRank, true); err == nil {
+				requireSameAsYAMLv3(t, root, string(object))
 			}
 		}
 		for _, pair := range [][2]*yaml.Node{
@@ -33,7 +34,7 @@ func FuzzWriteBlockMatchesYAMLv3(f *testing.F) {
 			{{Kind: yaml.ScalarNode, Tag: "!!str", Value: first, Style: yaml.DoubleQuotedStyle}, {Kind: yaml.ScalarNode, Tag: "!!str", Value: second, Style: yaml.LiteralStyle}},
 		} {
 			for _, root := range scalarPlacements(pair[0], pair[1]) {
-				requireSameAsYAMLv3(t, root)
+				requireSameAsYAMLv3(t, root, fmt.Sprintf("%q %q", first, second))
 			}
 		}
 	})

@@ -48,4 +48,10 @@
 // reader would take for another type ("true", "yes", "on", "1.0", "12:30",
 // "null", "", "2024-01-01", ...) is quoted, because kubectl and kustomize
 // read YAML 1.1 and would otherwise turn a ConfigMap value into a bool.
+//
+// The bytes are exactly yaml.v3's (an Encoder with SetIndent(2) and
+// CompactSeqIndent) for the tree MarshalNode returns. The common shapes are
+// written by the package's own block writer (blockyaml.go), which keeps no
+// per-event queue; any tree it is not certain of goes to yaml.v3 itself,
+// and the tests hold the writer to yaml.v3 byte for byte.
 package sanitize

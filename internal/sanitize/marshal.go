@@ -2,11 +2,12 @@ package sanitize
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,25 +77,36 @@ func MarshalNode(obj *unstructured.Unstructured) ([]byte, *yaml.Node, error) {
 	if obj == nil || obj.Object == nil {
 		return nil, nil, errors.New("marshal object: object is nil")
 	}
-	root, err := mappingNode(obj.Object, topLevelRank, "")
+	root, err := mappingNode(obj.Object, topLevelRank, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("marshal %s: %w", IdentityOf(obj), err)
 	}
 	if content, ok := writeBlock(root); ok {
 		return content, root, nil
 	}
+	content, err := encodeWithYAMLv3(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("marshal %s: %w", IdentityOf(obj), err)
+	}
+	return content, root, nil
+}
+
+// encodeWithYAMLv3 renders root with yaml.v3's Encoder in the layout
+// writeBlock writes (blockyaml.go): the reference the block writer is held
+// to, and the renderer of whatever it leaves.
+func encodeWithYAMLv3(root *yaml.Node) ([]byte, error) {
 	buf := renderBuffers.Get().(*bytes.Buffer)
 	defer putRenderBuffer(buf)
 	enc := yaml.NewEncoder(buf)
 	enc.SetIndent(2)
 	enc.CompactSeqIndent()
 	if err := enc.Encode(root); err != nil {
-		return nil, nil, fmt.Errorf("marshal %s: encode yaml: %w", IdentityOf(obj), err)
+		return nil, fmt.Errorf("encode yaml: %w", err)
 	}
 	if err := enc.Close(); err != nil {
-		return nil, nil, fmt.Errorf("marshal %s: flush yaml: %w", IdentityOf(obj), err)
+		return nil, fmt.Errorf("flush yaml: %w", err)
 	}
-	return bytes.Clone(buf.Bytes()), root, nil
+	return bytes.Clone(buf.Bytes()), nil
 }
 
 // renderBuffers are the buffers the encoder writes into. A rendering is
@@ -116,29 +128,27 @@ func putRenderBuffer(buf *bytes.Buffer) {
 }
 
 // mappingNode renders m with its keys ordered by rank, then alphabetically.
-// fieldPath names m in errors.
-func mappingNode(m map[string]interface{}, rank func(string) int, fieldPath string) (*yaml.Node, error) {
+// root is true for the object itself, whose metadata has its own order.
+func mappingNode(m map[string]interface{}, rank func(string) int, root bool) (*yaml.Node, error) {
 	keys := make([]string, 0, len(m))
 	for key := range m {
 		keys = append(keys, key)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		ri, rj := rank(keys[i]), rank(keys[j])
-		if ri != rj {
-			return ri < rj
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := cmp.Compare(rank(a), rank(b)); c != 0 {
+			return c
 		}
-		return keys[i] < keys[j]
+		return strings.Compare(a, b)
 	})
 	node := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: make([]*yaml.Node, 0, 2*len(keys))}
 	for _, key := range keys {
-		childPath := fieldPath + "." + key
 		childRank := alphabetical
-		if fieldPath == "" && key == "metadata" {
+		if root && key == "metadata" {
 			childRank = metadataRank
 		}
-		value, err := valueNode(m[key], childRank, childPath)
+		value, err := valueNode(m[key], childRank)
 		if err != nil {
-			return nil, err
+			return nil, atField(err, "."+key)
 		}
 		node.Content = append(node.Content, keyNode(key), value)
 	}
@@ -146,16 +156,16 @@ func mappingNode(m map[string]interface{}, rank func(string) int, fieldPath stri
 }
 
 // valueNode renders one JSON-compatible value.
-func valueNode(value interface{}, rank func(string) int, fieldPath string) (*yaml.Node, error) {
+func valueNode(value interface{}, rank func(string) int) (*yaml.Node, error) {
 	switch typed := value.(type) {
 	case map[string]interface{}:
-		return mappingNode(typed, rank, fieldPath)
+		return mappingNode(typed, rank, false)
 	case []interface{}:
 		node := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: make([]*yaml.Node, 0, len(typed))}
 		for i, item := range typed {
-			child, err := valueNode(item, alphabetical, fieldPath+"["+strconv.Itoa(i)+"]")
+			child, err := valueNode(item, alphabetical)
 			if err != nil {
-				return nil, err
+				return nil, atField(err, "["+strconv.Itoa(i)+"]")
 			}
 			node.Content = append(node.Content, child)
 		}
@@ -167,11 +177,33 @@ func valueNode(value interface{}, rank func(string) int, fieldPath string) (*yam
 	case nil:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
 	}
-	return numberNode(value, fieldPath)
+	return numberNode(value)
+}
+
+// fieldError names the field a value that cannot be rendered sits at. The
+// path is built as the error unwinds, so a rendering that succeeds builds
+// no path strings.
+type fieldError struct {
+	path string
+	err  error
+}
+
+func (e *fieldError) Error() string { return "field " + e.path + ": " + e.err.Error() }
+
+func (e *fieldError) Unwrap() error { return e.err }
+
+// atField puts segment in front of err's field path.
+func atField(err error, segment string) error {
+	var field *fieldError
+	if errors.As(err, &field) {
+		field.path = segment + field.path
+		return field
+	}
+	return &fieldError{path: segment, err: err}
 }
 
 // numberNode renders the numeric types unstructured content can hold.
-func numberNode(value interface{}, fieldPath string) (*yaml.Node, error) {
+func numberNode(value interface{}) (*yaml.Node, error) {
 	switch typed := value.(type) {
 	case int64:
 		return intNode(strconv.FormatInt(typed, 10)), nil
@@ -189,11 +221,11 @@ func numberNode(value interface{}, fieldPath string) (*yaml.Node, error) {
 		}
 		f, err := typed.Float64()
 		if err != nil {
-			return nil, fmt.Errorf("field %s: number %q: %w", fieldPath, typed, err)
+			return nil, fmt.Errorf("number %q: %w", typed, err)
 		}
 		return floatNode(f), nil
 	}
-	return nil, fmt.Errorf("field %s: unsupported value type %T", fieldPath, value)
+	return nil, fmt.Errorf("unsupported value type %T", value)
 }
 
 func intNode(text string) *yaml.Node {
