@@ -131,7 +131,7 @@ func TestReadsAfterOwnCommitsFetchNothing(t *testing.T) {
 			// snapshot lacks the blobs it shares with it: the first
 			// Blob fetches it once, with blobs, and the commits after
 			// it keep theirs.
-			require.Equal(t, 2, client.fetches, "commits on top of its own commits fetch nothing")
+			require.Equal(t, 2, client.fetches, "the load, and one fetch with blobs for the first Blob; commits on top of its own commits fetch nothing more")
 		} else {
 			require.Equal(t, 1, client.fetches, "commits on top of its own commits fetch nothing")
 		}

@@ -113,10 +113,10 @@ func (c *Core) chainable(from int, now time.Time) []*window {
 // committed alone, it reports why.
 func (w *Worker) planChain(ctx context.Context, run []*window) (plans []*windowPlan, reqs []forges.CommitRequest, ok bool) {
 	for _, win := range run {
-		if !w.state.loaded(win.target) || w.state.settle(ctx, win) != nil {
+		if !w.state.loaded(win.target) {
 			return nil, nil, false
 		}
-		plan, err := w.state.plan(win)
+		plan, err := w.state.planSettled(ctx, win)
 		if err != nil {
 			return nil, nil, false
 		}

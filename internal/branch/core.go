@@ -72,6 +72,10 @@ type Core struct {
 	// while a replay of its window waits.
 	inFlight bool
 	replay   replayState
+	// lastInto is the seq of the window the last write or sweep went
+	// into (LastWindow), which a full window's close may have left
+	// behind by opening the next one.
+	lastInto uint64
 
 	// Silence, Queued and ChainLimit are what the executor observes
 	// outside the core, set before each Step: the commit window as the
@@ -109,12 +113,14 @@ func (c *Core) Step(now time.Time, ev Event) []Action {
 	switch e := ev.(type) {
 	case WriteEvent:
 		c.openWindow(e.Target, c.authorOf(e.Author), now).add(e.Write, now)
+		c.lastInto = c.window.seq
 		if c.window.bytes >= c.conf.BufferMax {
 			c.finalizeFull(now)
 		}
 	case SyncEvent:
 		if e.Sweep != nil {
 			c.openWindow(e.Target, c.conf.Committer, now).addSweep(*e.Sweep, !e.CloseWindow, now)
+			c.lastInto = c.window.seq
 		}
 		if e.CloseWindow && c.window != nil && c.window.target == e.Target {
 			c.finalize(now)
@@ -240,23 +246,34 @@ func (c *Core) finalize(now time.Time) {
 
 // finalizeFull closes a window its writes filled. A replay larger than a
 // window is committed in parts, and the sweeps of the streams that already
-// finished move on to the window that continues the replay: they delete
-// what the whole replay did not name, in its last commit, and the windows
-// before it hold only the replay's objects, which after a restart with
-// nothing changed are the files already there (the worker then plans them
-// without reading the files the replay has not reached yet; see
-// branchState.settle).
+// finished move on to the window that continues the replay, so they delete
+// in the replay's last commit, once every stream has reported what is
+// present; after a restart with nothing changed the parts before it then
+// hold only files already there (the worker plans them without reading the
+// files the replay has not reached yet; see branchState.settle).
+//
+// A carried sweep keeps its meaning. It deletes what its stream did not
+// report, and nothing that came after it: an object created since (a
+// live write in the filled window, committed there) joins its present set,
+// as the later window's own writes are kept by planning sweeps first. And
+// the later window answers for the filled one's sweeps: it names the
+// filled window among those it holds (absorbed), so the journal keeps the
+// sweep's entry and a settle waiter waits until the sweep is committed.
 func (c *Core) finalizeFull(now time.Time) {
 	full := c.window
 	var carried []Sweep
-	if full.replaying {
+	if full.replaying && len(full.sweeps) > 0 {
 		carried, full.sweeps = full.sweeps, nil
+		for i := range carried {
+			carried[i].Present = append(slices.Clip(carried[i].Present), full.coveredUpserts(carried[i].Scope)...)
+		}
 	}
 	c.finalize(now)
 	if len(carried) > 0 {
 		next := c.openWindow(full.target, full.author, now)
 		next.sweeps = append(next.sweeps, carried...)
 		next.reconcile, next.replaying = true, true
+		next.absorbed = append(append(next.absorbed, full.seq), full.absorbed...)
 	}
 }
 

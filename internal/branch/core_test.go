@@ -12,6 +12,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/configbutler/gitops-reverser/forges"
+	"github.com/configbutler/gitops-reverser/internal/manifest"
 	"github.com/configbutler/gitops-reverser/internal/retry"
 )
 
@@ -480,4 +481,76 @@ func TestCoreAFullReplayWindowPassesItsSweepsOn(t *testing.T) {
 	require.Len(t, last.writes, 1, "the replay's third object")
 	require.Equal(t, []string{"a", "b"}, []string{last.sweeps[0].Scope.Namespace, last.sweeps[1].Scope.Namespace})
 	require.True(t, last.reconcile)
+}
+
+// commitsOf steps c through events at t0 plus one millisecond each and
+// returns the windows of every Commit it asked for, in order.
+func commitsOf(c *Core, events ...Event) [][]*window {
+	var commits [][]*window
+	for i, ev := range events {
+		for _, a := range c.Step(t0.Add(time.Duration(i)*time.Millisecond), ev) {
+			if commit, ok := a.(Commit); ok {
+				commits = append(commits, commit.Windows)
+			}
+		}
+	}
+	return commits
+}
+
+// TestCoreACarriedSweepKeepsWhatCameAfterIt: an object created live after
+// a stream's sweep (with no author, so in the replay's window) is
+// committed with the full window; the sweep, carried on, must not delete
+// it, so it joins the sweep's present set.
+func TestCoreACarriedSweepKeepsWhatCameAfterIt(t *testing.T) {
+	kept := replayed("team", "kept")
+	created := change("created")
+	filler := replayed("other", "filler")
+	c := testCore(func(c *CoreConfig) { c.BufferMax = len(kept.YAML) + len(created.YAML) + len(filler.YAML) })
+	scope := manifest.SweepScope{Kind: "ConfigMap", Namespace: "team"}
+	commits := commitsOf(c,
+		WriteEvent{Target: coreTo, Write: kept},
+		SyncEvent{Target: coreTo, Sweep: &Sweep{Scope: scope, Present: []manifest.ObjectID{kept.ID}}},
+		WriteEvent{Target: coreTo, Write: created},
+		WriteEvent{Target: coreTo, Write: filler})
+	require.Len(t, commits, 1)
+	require.Len(t, commits[0][0].writes, 3, "the live creation is committed with the full window")
+	commits = commitsOf(c, committed(commits[0][0].seq), SyncEvent{Target: coreTo, Sweep: &Sweep{}, CloseWindow: true})
+	require.Len(t, commits, 1)
+	carried := commits[0][0].sweeps[0]
+	require.Equal(t, scope, carried.Scope)
+	present := map[manifest.ObjectID]bool{}
+	for _, id := range carried.Present {
+		present[identity(id)] = true
+	}
+	require.Equal(t, map[manifest.ObjectID]bool{identity(kept.ID): true, identity(created.ID): true}, present)
+}
+
+// TestCoreACarriedSweepIsJournaledAndAwaitedWithItsWindow: the filling
+// write is recorded in the window it went into, and until the window the
+// sweeps moved to is committed the filled window's journal entries are
+// held and a settle waiter of that time still waits.
+func TestCoreACarriedSweepIsJournaledAndAwaitedWithItsWindow(t *testing.T) {
+	one := WriteEvent{Target: coreTo, Write: replayed("a", "one")}
+	two := WriteEvent{Target: coreTo, Write: replayed("a", "two")}
+	c := testCore(func(c *CoreConfig) { c.BufferMax = len(one.Write.YAML) + len(two.Write.YAML) })
+	c.Step(t0, one)
+	c.Step(t0, SyncEvent{Target: coreTo, Sweep: &Sweep{}})
+	c.Step(t0, SettleEvent{ID: 9, Target: coreTo})
+	full := c.window.seq
+	var commits [][]*window
+	for _, a := range c.Step(t0, two) {
+		if commit, ok := a.(Commit); ok {
+			commits = append(commits, commit.Windows)
+		}
+	}
+	require.Equal(t, full, c.LastWindow(), "the filling write is the full window's")
+	require.Len(t, commits, 1)
+	require.NotEqual(t, full, c.window.seq, "the sweep waits in the next window")
+
+	require.NotContains(t, renderActions(c.Step(t0, committed(full))), "settled 9",
+		"the waiter waits for the sweep, not only for the window it was made in")
+	require.True(t, c.HeldWindows()[full], "the sweep's journal entry is kept")
+	require.Contains(t, renderActions(c.Step(t0, SyncEvent{Target: coreTo, Sweep: &Sweep{}, CloseWindow: true})), "commit mirror/ops:")
+	require.Contains(t, renderActions(c.Step(t0, committed(c.pending[0].seq))), "settled 9")
+	require.Empty(t, c.HeldWindows())
 }

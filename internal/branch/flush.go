@@ -54,10 +54,7 @@ func (w *Worker) commitOnce(ctx context.Context, win *window) (WindowResult, err
 	if err := w.state.ensureLoaded(ctx, win.target); err != nil {
 		return out, err
 	}
-	if err := w.state.settle(ctx, win); err != nil {
-		return out, err
-	}
-	plan, err := w.state.plan(win)
+	plan, err := w.state.planSettled(ctx, win)
 	if err != nil {
 		return out, err
 	}

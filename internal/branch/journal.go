@@ -190,15 +190,11 @@ func (c JournalCodec) Decode(data []byte) (JournalRecord, error) {
 	return rec, nil
 }
 
-// LastWindow is the seq of the window opened last: the one a WriteEvent
-// or a sweep just stepped went into (open, or closed by a full buffer or
-// an end of replay). The executor puts it in the event's JournalRecord.
-func (c *Core) LastWindow() uint64 {
-	if c.windowSeq == 0 {
-		return 0
-	}
-	return c.windowSeq - 1
-}
+// LastWindow is the seq of the window a WriteEvent or a sweep just
+// stepped went into (open, or closed by a full buffer or an end of
+// replay, even when the full one's close opened the next). The executor
+// puts it in the event's JournalRecord.
+func (c *Core) LastWindow() uint64 { return c.lastInto }
 
 // HeldWindows are the seqs of the windows whose writes the core still
 // holds: open, pending or in flight, and those coalesced into them. A

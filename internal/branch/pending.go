@@ -59,6 +59,29 @@ func (s *branchState) settle(ctx context.Context, win *window) error {
 	return s.resolvePending(ctx, ts)
 }
 
+// planSettled settles the target's index for win and plans it. A window
+// planned with files still pending was judged to change nothing, a
+// prediction the planner may not share (an object it moves to the path
+// placement now gives it, a refusal): if the plan changes or refuses
+// anything, or fails, the pending files are read and the window planned
+// again, so only a plan that writes nothing is ever made with files
+// unread.
+func (s *branchState) planSettled(ctx context.Context, win *window) (*windowPlan, error) {
+	if err := s.settle(ctx, win); err != nil {
+		return nil, err
+	}
+	plan, err := s.plan(win)
+	ts := s.targets[win.target]
+	if ts == nil || ts.index == nil || ts.index.PendingCount() == 0 ||
+		(err == nil && len(plan.files) == 0 && len(plan.refusals) == 0) {
+		return plan, err
+	}
+	if err := s.resolvePending(ctx, ts); err != nil {
+		return nil, err
+	}
+	return s.plan(win)
+}
+
 // mustResolve decides whether the pending files are read before a plan:
 // whenever some remain, unless the window is part of a replay (or a
 // catch-up) and only no-ops, so that later windows of the replay may still

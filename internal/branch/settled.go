@@ -1,6 +1,9 @@
 package branch
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // settledMsg asks to be told once target's earlier writes are in Git.
 type settledMsg struct {
@@ -39,18 +42,18 @@ func (c *Core) notifySettled() {
 }
 
 // holdsBefore reports whether the open or a pending window of target was
-// opened before sequence upTo. A window another absorbed keeps living in
-// the earlier one, so the answer errs on waiting longer.
+// opened before sequence upTo, or holds what such a window held. A window
+// another absorbed keeps living in the earlier one, so the answer errs on
+// waiting longer; a full replay window's sweeps live on in the later
+// window that names it (Core.finalizeFull).
 func (c *Core) holdsBefore(target TargetKey, upTo uint64) bool {
-	if c.window != nil && c.window.target == target && c.window.seq < upTo {
-		return true
-	}
-	for _, p := range c.pending {
-		if p.target == target && p.seq < upTo {
-			return true
+	holds := func(w *window) bool {
+		if w == nil || w.target != target {
+			return false
 		}
+		return w.seq < upTo || slices.ContainsFunc(w.absorbed, func(seq uint64) bool { return seq < upTo })
 	}
-	return false
+	return holds(c.window) || slices.ContainsFunc(c.pending, holds)
 }
 
 // settledHead is the branch head the settled writes are in, "" when the

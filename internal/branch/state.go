@@ -193,17 +193,22 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.tip(), err)
 	}
 	ts.index, ts.blobIDs, ts.at = ix, ids, s.tip()
-	if ix.PendingCount() == 0 {
-		s.releaseBlobs() // else once the pending files are settled: a forge that kept them answers their reads itself
-	}
+	s.releaseBlobs()
 	return nil
 }
 
 // releaseBlobs tells a forge that keeps the blobs it fetched or pushed in
 // memory (forges.BlobReleaser) that the worker holds the files now, in its
 // indexes and blob cache: otherwise every mirrored file stayed in memory
-// twice, once here and once in the forge's object store.
+// twice, once here and once in the forge's object store. While any
+// target has pending files it waits: a forge that kept their blobs answers
+// their reads (settle) itself, without fetching again.
 func (s *branchState) releaseBlobs() {
+	for _, ts := range s.targets {
+		if ts.index != nil && ts.index.PendingCount() > 0 {
+			return // another target's pending files are read from them yet
+		}
+	}
 	if releaser, ok := s.forge.(forges.BlobReleaser); ok {
 		releaser.ReleaseBlobs()
 	}

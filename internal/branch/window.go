@@ -208,6 +208,18 @@ func (w *window) addSweep(s Sweep, replaying bool, now time.Time) {
 	w.lastEvent = now
 }
 
+// coveredUpserts are the objects the window writes (not deletes) that
+// scope covers.
+func (w *window) coveredUpserts(scope manifest.SweepScope) []manifest.ObjectID {
+	var out []manifest.ObjectID
+	for _, id := range w.order {
+		if wr := w.writes[id]; wr.YAML != nil && scope.Covers(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // orderedWrites lists the window's writes in first-seen order.
 func (w *window) orderedWrites() []Write {
 	out := make([]Write, 0, len(w.order))

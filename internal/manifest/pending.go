@@ -94,10 +94,12 @@ func (ix *Index) Confirm(blobID string, content []byte, id ObjectID) (string, bo
 // as Add does. A path that is not pending is refused: its content is
 // already known, and a caller resolving it read the wrong list.
 func (ix *Index) Resolve(files map[string][]byte) error {
-	for p, content := range files {
+	for p := range files {
 		if _, ok := ix.pending.byPath[p]; !ok {
 			return fmt.Errorf("resolving %q: not a pending file", p)
 		}
+	}
+	for p, content := range files {
 		if err := ix.add(p, content, nil); err != nil {
 			return err
 		}
