@@ -3,6 +3,7 @@ package branch
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +81,32 @@ func TestAWindowConfirmsWhatItRendersAndReadsTheRestUnlessItIsAReplaysNoOps(t *t
 			require.NoError(t, ix.Check())
 		})
 	}
+}
+
+// A replay's window judged to change nothing is planned with files still
+// pending; when the planner changes something after all (here it moves an
+// object out of a directory no clone can check out), the pending files are
+// read and the window planned again, so no plan that writes is made with
+// files unread.
+func TestAPlanThatWritesAfterAllReadsThePendingFilesFirst(t *testing.T) {
+	aID, a := pendingCM("a", "1")
+	bID, b := pendingCM("b", "1")
+	_, c := pendingCM("c", "1")
+	key := TargetKey{Namespace: "team", Name: "mirror"}
+	long := "mirror/" + strings.Repeat("x", manifest.MaxSegmentBytes+1) + "/b.yaml"
+	forge := &treeForge{files: map[string][]byte{"mirror/a.yaml": a, long: b, "mirror/c.yaml": c}}
+	s := newBranchState(forge, "main")
+	s.setTarget(Target{Key: key, Path: "mirror"})
+	s.expect([]rendering{{Content: a, ID: aID}})
+	require.NoError(t, s.ensureLoaded(context.Background(), key))
+	require.Equal(t, 2, s.targets[key].index.PendingCount())
+
+	win := newWindow(key, Author{}, time.Time{})
+	win.add(Write{ID: bID, YAML: b, Replay: true}, time.Time{})
+	win.replaying = true
+	plan, err := s.planSettled(context.Background(), win)
+	require.NoError(t, err)
+	require.NotEmpty(t, plan.files, "b is moved out of the long directory")
+	require.Zero(t, s.targets[key].index.PendingCount(), "c was read before the plan that writes")
+	require.Equal(t, 1, forge.reads)
 }
