@@ -2,6 +2,8 @@ package manifest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/configbutler/gitops-reverser/gitfile"
 )
@@ -99,8 +101,10 @@ func (ix *Index) Resolve(files map[string][]byte) error {
 			return fmt.Errorf("resolving %q: not a pending file", p)
 		}
 	}
-	for p, content := range files {
-		if err := ix.add(p, content, nil); err != nil {
+	// In path order, as NewIndex adds files: which of two files holding
+	// one object Lookup names first must not depend on a map's order.
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		if err := ix.add(p, files[p], nil); err != nil {
 			return err
 		}
 	}
