@@ -159,7 +159,7 @@ func (s *branchState) chainLanded(plans []*windowPlan, results []forges.CommitRe
 		if ts, ok := s.targets[plan.target]; ok && ts.at == last {
 			ts.advanceBlobs(plan.files, results[next].Blobs, s.head)
 		}
-		s.cacheWritten(plan.files, results[next].Blobs)
+		s.cacheWritten(plan, results[next].Blobs)
 		next++
 	}
 	for _, ts := range s.targets {

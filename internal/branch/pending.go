@@ -2,6 +2,7 @@ package branch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -70,7 +71,7 @@ func (s *branchState) planSettled(ctx context.Context, win *window) (*windowPlan
 	if err := s.settle(ctx, win); err != nil {
 		return nil, err
 	}
-	plan, err := s.plan(win)
+	plan, err := s.planReading(ctx, win)
 	ts := s.targets[win.target]
 	if ts == nil || ts.index == nil || ts.index.PendingCount() == 0 ||
 		(err == nil && len(plan.files) == 0 && len(plan.refusals) == 0) {
@@ -79,7 +80,49 @@ func (s *branchState) planSettled(ctx context.Context, win *window) (*windowPlan
 	if err := s.resolvePending(ctx, ts); err != nil {
 		return nil, err
 	}
+	return s.planReading(ctx, win)
+}
+
+// planReading plans win, reading back first the files whose bytes the
+// index let go that the plan turns out to need (manifest's released files:
+// an edit through a kustomization override, an object placed beside
+// another in one file), and planning again. Nearly every plan needs none.
+func (s *branchState) planReading(ctx context.Context, win *window) (*windowPlan, error) {
+	plan, err := s.plan(win)
+	var needed *manifest.ContentNeededError
+	if !errors.As(err, &needed) {
+		return plan, err
+	}
+	if err := s.restore(ctx, s.targets[win.target], needed.Paths); err != nil {
+		return nil, err
+	}
 	return s.plan(win)
+}
+
+// restore reads the files at paths (the blob cache, then the forge) and
+// gives them back to the target's index (manifest.Index.Restore).
+func (s *branchState) restore(ctx context.Context, ts *targetState, paths []string) error {
+	files := make(map[string][]byte, len(paths))
+	var missing []forges.TreeEntry
+	for _, p := range paths {
+		id := ts.blobIDs[p]
+		if content, ok := s.blobs.get(id); ok {
+			files[p] = content
+			continue
+		}
+		missing = append(missing, forges.TreeEntry{Path: p, BlobID: id, Mode: forges.ModeRegular})
+	}
+	contents, err := readBlobs(ctx, s.forge, missing)
+	if err != nil {
+		return err
+	}
+	for i, e := range missing {
+		files[e.Path] = contents[i]
+	}
+	if err := ts.index.Restore(files); err != nil {
+		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, ts.at, err)
+	}
+	return nil
 }
 
 // mustResolve decides whether the pending files are read before a plan:
@@ -102,9 +145,7 @@ func (s *branchState) confirm(ts *targetState, win *window) (noop bool) {
 		}
 		content := manifest.FileContent(wr.YAML)
 		id := gitfile.BlobID(content, s.idLike)
-		if _, ok := ts.index.Confirm(id, content, wr.ID); ok {
-			s.blobs.put(id, content)
-		}
+		ts.index.Confirm(id, content, wr.ID)
 		if noop {
 			p, found := ts.index.Lookup(wr.ID)
 			noop = found && ts.blobIDs[p] == id

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -181,19 +183,51 @@ func (s *branchState) ensureLoaded(ctx context.Context, key TargetKey) error {
 	if ts.index != nil && ts.at == s.tip() {
 		return nil
 	}
-	files, ids, rendered, pending, err := s.readSubtree(ctx, ts.target.Path)
+	sub, err := s.readSubtree(ctx, ts.target.Path, ts.carriable())
 	if err != nil {
 		return err
 	}
-	ix, err := manifest.NewIndexRendered(ts.target.Path, files, rendered)
+	ix, err := manifest.NewIndexRendered(ts.target.Path, sub.files, sub.rendered)
 	if err == nil {
-		err = deferAll(ix, pending)
+		err = deferAll(ix, sub.pending)
+	}
+	if err == nil {
+		err = carryAll(ix, ts.index, sub.carried)
 	}
 	if err != nil {
 		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, s.tip(), err)
 	}
-	ts.index, ts.blobIDs, ts.at = ix, ids, s.tip()
+	ts.index, ts.blobIDs, ts.at = ix, sub.ids, s.tip()
 	s.releaseBlobs()
+	return nil
+}
+
+// carriable is, by blob id, a path of a file the target's index knows
+// (read, or its bytes let go) at its tip: a reload after a conflict takes
+// a file that kept its blob id from the index it replaces, with no read and
+// no parse. The index holds no file's bytes twice, so the blob cache does
+// not hold written files: this is what spares reading them back.
+func (ts *targetState) carriable() map[string]string {
+	if ts.index == nil {
+		return nil
+	}
+	out := make(map[string]string)
+	for p, id := range ts.blobIDs {
+		if ts.index.Known(p) {
+			out[id] = p
+		}
+	}
+	return out
+}
+
+// carryAll indexes in ix the files sub carried from prior (path in prior
+// by path), in path order as NewIndex adds files.
+func carryAll(ix, prior *manifest.Index, carried map[string]string) error {
+	for _, p := range slices.Sorted(maps.Keys(carried)) {
+		if !ix.Carry(p, prior, carried[p]) {
+			return fmt.Errorf("carrying %s from the index it replaces: not a file it knows", p)
+		}
+	}
 	return nil
 }
 
@@ -221,17 +255,16 @@ func (s *branchState) releaseBlobs() {
 // kustomization): other files only need to be known to exist, and a
 // manifest file is pending (blob id by path) until a window confirms or
 // needs it (settle).
-func (s *branchState) readSubtree(ctx context.Context, root string) (
-	files map[string][]byte, ids map[string]string, rendered map[string]manifest.ObjectID, pending map[string]string, err error,
-) {
-	files, ids, rendered, pending = map[string][]byte{}, map[string]string{}, map[string]manifest.ObjectID{}, map[string]string{}
+func (s *branchState) readSubtree(ctx context.Context, root string, carriable map[string]string) (subtree, error) {
+	sub := subtree{files: map[string][]byte{}, ids: map[string]string{}, rendered: map[string]manifest.ObjectID{},
+		pending: map[string]string{}, carried: map[string]string{}}
 	tip := s.tip()
 	if tip == "" {
-		return files, ids, rendered, pending, nil
+		return sub, nil
 	}
-	// The expected contents serve this read only: the ones the tree has
-	// join the blob cache (the same bytes the index then holds), the rest
-	// are dropped with the read, so a cold start into an empty repository
+	// The expected contents serve this read only: the index takes the ones
+	// the tree has as renderings and lets their bytes go, the rest are
+	// dropped with the read, so a cold start into an empty repository
 	// keeps no second copy of every file it writes. A forge that keeps
 	// fetched blobs in memory keeps none of these (forges.BlobHolder).
 	seeds := make(map[string]int, len(s.expected))
@@ -250,41 +283,54 @@ func (s *branchState) readSubtree(ctx context.Context, root string) (
 	}
 	entries, err := s.forge.Tree(ctx, tip, root)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("listing %s at %s: %w", root, tip, err)
+		return subtree{}, fmt.Errorf("listing %s at %s: %w", root, tip, err)
 	}
 	var missing []forges.TreeEntry
 	for _, e := range entries {
-		ids[e.Path] = e.BlobID
+		sub.ids[e.Path] = e.BlobID
 		if !isYAML(e.Path) {
-			files[e.Path] = nil
+			sub.files[e.Path] = nil
 			continue
 		}
 		if i, ok := seeds[e.BlobID]; ok {
 			seed := s.expected[i]
-			s.blobs.put(e.BlobID, seed.Content)
-			files[e.Path] = seed.Content
-			rendered[e.Path] = seed.ID
+			sub.files[e.Path] = seed.Content
+			sub.rendered[e.Path] = seed.ID
+			continue
+		}
+		deferrable := manifest.Deferrable(root, e.Path)
+		if from, ok := carriable[e.BlobID]; ok && deferrable {
+			sub.carried[e.Path] = from
 			continue
 		}
 		if content, ok := s.blobs.get(e.BlobID); ok {
-			files[e.Path] = content
+			sub.files[e.Path] = content
 			continue
 		}
-		if manifest.Deferrable(root, e.Path) {
-			pending[e.Path] = e.BlobID
+		if deferrable {
+			sub.pending[e.Path] = e.BlobID
 			continue
 		}
 		missing = append(missing, e)
 	}
 	contents, err := readBlobs(ctx, s.forge, missing)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return subtree{}, err
 	}
 	for i, e := range missing {
 		s.blobs.put(e.BlobID, contents[i])
-		files[e.Path] = contents[i]
+		sub.files[e.Path] = contents[i]
 	}
-	return files, ids, rendered, pending, nil
+	return sub, nil
+}
+
+// subtree is what readSubtree learnt of a target's subtree at the tip.
+type subtree struct {
+	files    map[string][]byte            // read, by path (nil for a file only known to exist)
+	ids      map[string]string            // every file's blob id, by path
+	rendered map[string]manifest.ObjectID // files that are an expected rendering, by path
+	pending  map[string]string            // manifest files left unread, blob id by path
+	carried  map[string]string            // files the index it replaces knows: their path there, by path
 }
 
 // readBlobs reads the blobs of entries, as many at a time as the forge
@@ -334,7 +380,7 @@ func (s *branchState) committed(res forges.CommitResult, plan *windowPlan) {
 		}
 		ts.at = s.head
 	}
-	s.cacheWritten(plan.files, res.Blobs)
+	s.cacheWritten(plan, res.Blobs)
 }
 
 // advanceBlobs moves the blob ids to a commit made with changes: a put
@@ -355,10 +401,16 @@ func (ts *targetState) advanceBlobs(changes []gitfile.Change, blobs map[string]s
 }
 
 // cacheWritten caches the contents a commit put under the blob ids the
-// forge answered.
-func (s *branchState) cacheWritten(changes []gitfile.Change, blobs map[string]string) {
-	for _, c := range changes {
-		if id, ok := blobs[c.Path]; ok && !c.Delete {
+// forge answered, but for manifest files: the index holds those, or lets
+// their bytes go (a rendering), and a reload carries them from it
+// (carriable). Caching them kept every mirrored file in memory.
+func (s *branchState) cacheWritten(plan *windowPlan, blobs map[string]string) {
+	root := ""
+	if ts, ok := s.targets[plan.target]; ok {
+		root = ts.target.Path
+	}
+	for _, c := range plan.files {
+		if id, ok := blobs[c.Path]; ok && !c.Delete && !manifest.Deferrable(root, c.Path) {
 			s.blobs.put(id, c.Content)
 		}
 	}

@@ -21,7 +21,21 @@ type fileEdit struct {
 	appendedDocs []*document
 }
 
-// body is the replaceable text of a section as it stands in the original.
+// untouched reports whether the plan wrote nothing to an existing file.
+func (f *fileEdit) untouched() bool {
+	return f.original != nil && len(f.bodies) == 0 && len(f.removed) == 0 && len(f.appended) == 0
+}
+
+// holds reports whether section i of the original is exactly body.
+func (f *fileEdit) holds(i int, body []byte) bool {
+	if f.original.released {
+		return f.original.holds(body) // its one section is the whole file
+	}
+	return bytes.Equal(f.body(i), body)
+}
+
+// body is the replaceable text of a section as it stands in the original
+// (never one whose bytes the index let go: see holds).
 func (f *fileEdit) body(i int) []byte {
 	s := f.original.sections[i]
 	return f.original.content[s.Body:s.End]
@@ -75,8 +89,11 @@ func (f *fileEdit) renderParsed() ([]byte, *manifestFile) {
 	if len(f.otherDocuments(noSection)) == 0 {
 		return nil, nil
 	}
-	if f.original != nil && len(f.bodies) == 0 && len(f.removed) == 0 && len(f.appended) == 0 {
+	if f.untouched() {
 		return f.original.content, f.original // nothing written: the caller sees no change
+	}
+	if f.original != nil && f.original.released {
+		return f.renderReleased()
 	}
 	if f.original == nil && len(f.appended) == 1 {
 		// A new file of one document is that document's bytes, shared

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path"
@@ -44,11 +45,14 @@ type Index struct {
 }
 
 // manifestFile is a parsed YAML file: its bytes, its sections, and the
-// document each section holds (nil for none).
+// document each section holds (nil for none). A released file (released.go)
+// keeps its one document and the SHA-256 of its bytes, not the bytes.
 type manifestFile struct {
 	content  []byte
 	sections []yamledit.Section
 	docs     []*document
+	sum      [sha256.Size]byte
+	released bool
 }
 
 // location points at one document: a file and a section in it.
@@ -155,13 +159,19 @@ func (ix *Index) Lookup(id ObjectID) (string, bool) {
 // Document returns the text of the object's document as it stands (its
 // section, without a leading '---' marker or comments), for a caller that
 // needs the current content: a SOPS document's data key is reused when the
-// object is encrypted again.
+// object is encrypted again. It is false for a file whose bytes the index
+// let go (released.go).
 func (ix *Index) Document(id ObjectID) ([]byte, bool) {
 	loc, ok := ix.find(id)
 	if !ok {
 		return nil, false
 	}
 	file := ix.manifests[loc.path]
+	if file.released {
+		// Only the operator's plaintext rendering is let go: no data key
+		// to reuse in it.
+		return nil, false
+	}
 	s := file.sections[loc.section]
 	return file.content[s.Body:s.End], true
 }
@@ -233,6 +243,9 @@ func (ix *Index) register(p string, file *manifestFile) {
 			key := doc.id.key()
 			ix.byID[key] = append(ix.byID[key], location{path: p, section: i})
 		}
+	}
+	if releasable(file) {
+		file.release()
 	}
 	ix.manifests[p] = file
 }

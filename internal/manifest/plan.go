@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"path"
+	"slices"
 	"sort"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -134,6 +135,10 @@ func (p Planner) Plan(ix *Index, ops []Op) (Result, error) {
 		if refusal := ws.apply(w); refusal != nil {
 			refusals = append(refusals, *refusal)
 		}
+	}
+	if len(ws.needed) > 0 {
+		slices.Sort(ws.needed)
+		return Result{}, &ContentNeededError{Paths: ws.needed}
 	}
 	changes, parsed, err := ws.changes()
 	if err != nil {

@@ -25,6 +25,9 @@ type workspace struct {
 	resources kustomization.Edits
 	// root is the kustomization new files go beside, once looked up.
 	root *kustomizationStep
+	// needed are files whose bytes the index let go and this plan needs
+	// (ContentNeededError).
+	needed []string
 }
 
 func (ws *workspace) record(w write, p string, action Action) {
@@ -77,9 +80,8 @@ func (ws *workspace) move(loc location, w write) *Refusal {
 // document is the same.
 func (ws *workspace) replace(loc location, w write) *Refusal {
 	file := ws.edit(loc.path)
-	old := file.body(loc.section)
 	body := withTrailingNewline(w.yaml)
-	if bytes.Equal(old, body) {
+	if file.holds(loc.section, body) {
 		if w.rendered {
 			// The text is the operator's rendering: learnt for free, so the
 			// next change (after a restart, say) replaces it unparsed.
@@ -111,6 +113,11 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 		}
 		top = ws.parsedDesired(w, body, top)
 	}
+	if file.original.released {
+		ws.needContent(loc.path) // the in-place editor reads the old text
+		return nil
+	}
+	old := file.body(loc.section)
 	desiredText := body
 	if bare {
 		// The kustomization sets the namespace: the document keeps
@@ -268,6 +275,10 @@ func (ws *workspace) place(w write) *Refusal {
 	if refusal := file.mixingRefusal(w, noSection); refusal != nil {
 		return refusal
 	}
+	if file.original != nil && file.original.released && file.docs[0] != nil {
+		ws.needContent(target) // the document there is kept beside the new one
+		return nil
+	}
 	file.appended = append(file.appended, body)
 	file.appendedDocs = append(file.appendedDocs, doc)
 	ws.record(w, target, ActionCreate)
@@ -340,13 +351,16 @@ func (ws *workspace) changes() (changes []gitfile.Change, parsed map[string]*man
 	parsed = map[string]*manifestFile{}
 	var deleted []string
 	for p, file := range ws.files {
+		if file.untouched() {
+			continue
+		}
 		content, rendered := file.renderParsed()
 		switch {
 		case content == nil && file.original != nil:
 			changes = append(changes, gitfile.Change{Path: p, Delete: true})
 			deleted = append(deleted, p)
 		case content == nil:
-		case file.original != nil && bytes.Equal(content, file.original.content):
+		case file.original != nil && file.original.holds(content):
 		default:
 			changes = append(changes, gitfile.Change{Path: p, Content: content})
 			if rendered != nil {
