@@ -12,9 +12,11 @@ const noSection = -1
 
 // fileEdit is the working copy of one file during a plan.
 type fileEdit struct {
-	path         string
-	original     *manifestFile // nil for a file this plan creates
-	docs         []*document   // current document per original section
+	path     string
+	original *manifestFile // nil for a file this plan creates
+	docs     []*document   // current document per original section
+	// bodies and removed are nil until the plan replaces or removes a
+	// section: most files a plan touches are new.
 	bodies       map[int][]byte
 	removed      map[int]bool
 	appended     [][]byte
@@ -42,8 +44,20 @@ func (f *fileEdit) body(i int) []byte {
 }
 
 func (f *fileEdit) remove(i int) {
+	if f.removed == nil {
+		f.removed = map[int]bool{}
+	}
 	f.removed[i] = true
 	f.docs[i] = nil
+}
+
+// replace puts body, the text of doc, in place of section i.
+func (f *fileEdit) replace(i int, body []byte, doc *document) {
+	if f.bodies == nil {
+		f.bodies = map[int][]byte{}
+	}
+	f.bodies[i] = body
+	f.docs[i] = doc
 }
 
 // otherDocuments lists the documents the file will hold besides section

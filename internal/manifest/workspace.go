@@ -100,8 +100,7 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 		if refusal := file.mixingRefusal(w, loc.section); refusal != nil {
 			return refusal
 		}
-		file.bodies[loc.section] = body
-		file.docs[loc.section] = doc
+		file.replace(loc.section, body, doc)
 		ws.record(w, loc.path, ActionUpdate)
 		return nil
 	}
@@ -151,8 +150,7 @@ func (ws *workspace) rewrite(file *fileEdit, loc location, w write, text []byte,
 		return &Refusal{ID: w.id, Path: loc.path, Reason: RefusalInvalidPlacement,
 			Detail: "a plaintext object is not written into a .sops file; move or delete the file"}
 	}
-	file.bodies[loc.section] = text
-	file.docs[loc.section] = doc
+	file.replace(loc.section, text, doc)
 	ws.record(w, loc.path, ActionUpdate)
 	return nil
 }
@@ -335,7 +333,7 @@ func (ws *workspace) edit(p string) *fileEdit {
 	if file, ok := ws.files[p]; ok {
 		return file
 	}
-	file := &fileEdit{path: p, bodies: make(map[int][]byte), removed: make(map[int]bool)}
+	file := &fileEdit{path: p}
 	if original, ok := ws.ix.manifests[p]; ok {
 		file.original = original
 		file.docs = append([]*document(nil), original.docs...)
