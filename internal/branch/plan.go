@@ -61,11 +61,12 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 		// The worker names the GitTarget when it reports the failure.
 		return nil, fmt.Errorf("planning the commit: %w", err)
 	}
-	plan := &windowPlan{target: win.target, result: res, refusals: append(refusals, res.Refusals...)}
-	for _, c := range res.Changes {
-		c.BaseBlob = ts.blobIDs[c.Path] // "" for a path the tip does not have
-		plan.files = append(plan.files, c)
+	// The changes go to the forge as they are, with their base blobs: no
+	// second list of every file a replay writes.
+	for i := range res.Changes {
+		res.Changes[i].BaseBlob = ts.blobIDs[res.Changes[i].Path] // "" for a path the tip does not have
 	}
+	plan := &windowPlan{target: win.target, result: res, files: res.Changes, refusals: append(refusals, res.Refusals...)}
 	plan.changes = describe(res, win.writes)
 	for _, o := range res.Objects {
 		if o.Action == manifest.ActionDelete && swept[identity(o.ID)] {
