@@ -42,6 +42,9 @@ type Index struct {
 	trees treeRing
 	// pending are files known by path and blob id only (pending.go).
 	pending pendingFiles
+	// learnt are files a plan found to be the operator's rendering, left
+	// as they were: the next Apply lets their bytes go (released.go).
+	learnt []string
 }
 
 // manifestFile is a parsed YAML file: its bytes, its sections, and the
@@ -308,6 +311,7 @@ func (ix *Index) Apply(plan Result) error {
 			return fmt.Errorf("apply change to %s: %w", change.Path, err)
 		}
 	}
+	ix.releaseLearnt()
 	return nil
 }
 

@@ -51,6 +51,19 @@ func (f *manifestFile) release() {
 	f.content, f.sections, f.released = nil, nil, true
 }
 
+// releaseLearnt lets go the bytes of the files plans learnt to be the
+// operator's renderings (read from Git after a restart, say, and found
+// unchanged), once a commit lands: not during a plan, which may still need
+// them.
+func (ix *Index) releaseLearnt() {
+	for _, p := range ix.learnt {
+		if f, ok := ix.manifests[p]; ok && releasable(f) {
+			f.release()
+		}
+	}
+	ix.learnt = nil
+}
+
 // holds reports whether the file's content is exactly content.
 func (f *manifestFile) holds(content []byte) bool {
 	if f.released {

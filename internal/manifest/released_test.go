@@ -130,3 +130,16 @@ func TestCarryTakesAFileFromTheIndexItReplaces(t *testing.T) {
 	require.Empty(t, same.Changes)
 	require.NoError(t, ix.Check())
 }
+
+// A file read from Git keeps its bytes until a plan finds it to be the
+// operator's rendering; the next commit that lands then lets them go.
+func TestAFileFoundToBeTheRenderingIsLetGoAtTheNextCommit(t *testing.T) {
+	const p = "mirror/team/configmaps/a.yaml"
+	a, b := configMapID("team", "a"), configMapID("team", "b")
+	ix := newIndex(t, "mirror", withReadme("mirror", map[string]string{p: configMapYAML("team", "a", "1")}))
+	require.Empty(t, ix.Released(), "read and parsed: not known to be a rendering")
+
+	res := planApplied(t, manifest.Planner{}, ix, rendered(t, a, configMapYAML("team", "a", "1")), rendered(t, b, configMapYAML("team", "b", "1")))
+	require.Equal(t, map[string]string{"mirror/team/configmaps/b.yaml": configMapYAML("team", "b", "1")}, contents(res))
+	require.Equal(t, []string{p, "mirror/team/configmaps/b.yaml"}, ix.Released())
+}

@@ -86,6 +86,9 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 			// The text is the operator's rendering: learnt for free, so the
 			// next change (after a restart, say) replaces it unparsed.
 			current := file.original.docs[loc.section]
+			if !current.canonical {
+				ws.ix.learnt = append(ws.ix.learnt, loc.path)
+			}
 			current.canonical, current.tree = true, nil // the ring forgets it in its turn
 		}
 		return nil
