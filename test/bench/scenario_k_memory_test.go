@@ -26,6 +26,10 @@ const (
 	idleInterval = 500 * time.Millisecond
 )
 
+// mirroredPeakRSS is the mirroring's peak RSS in MiB by size, of the
+// sizes this run measured.
+var mirroredPeakRSS = map[int]float64{}
+
 // scaleSizes are scenario K's sizes, the sub-benchmarks' names.
 var scaleSizes = []struct {
 	name  string
@@ -82,6 +86,12 @@ func memoryAtScale(b *testing.B, label string, total int) {
 	r.info("operator CPU", u.CPUSeconds, "s")
 	r.info("operator peak RSS", u.PeakRSSMiB, "MiB")
 	r.atMost("peak RSS per object", u.PeakRSSMiB*1024/n, "KiB", peakRSSPerObjectTargetKiB)
+	mirroredPeakRSS[total] = u.PeakRSSMiB
+	if small, ok := mirroredPeakRSS[scaleSizes[0].total]; ok && total > scaleSizes[0].total {
+		// The cost of each object beyond the smallest size's: the
+		// operator's fixed memory taken out (see docs/benchmarks.md, K).
+		r.info("peak RSS per object above "+scaleSizes[0].name, (u.PeakRSSMiB-small)*1024/float64(total-scaleSizes[0].total), "KiB")
+	}
 	r.info("live heap per object", heap/1024/n, "KiB")
 	restartAtScale(b, e, m, label, total)
 }
