@@ -265,7 +265,7 @@ func (c *Core) finalizeFull(now time.Time) {
 	if full.replaying && len(full.sweeps) > 0 {
 		carried, full.sweeps = full.sweeps, nil
 		for i := range carried {
-			carried[i].Present = append(slices.Clip(carried[i].Present), full.coveredUpserts(carried[i].Scope)...)
+			carried[i].Names = append(slices.Clip(carried[i].Names), full.coveredUpserts(carried[i].Scope)...)
 		}
 	}
 	c.finalize(now)

@@ -47,9 +47,15 @@ import (
 //     cluster's, and the core keeps nothing of them.
 
 // JournalVersion is the version of the entries EncodeJournal writes.
-// DecodeJournal refuses any other: an owner of an older release meeting a
-// newer journal fails loudly instead of dropping what it cannot read.
-const JournalVersion = 1
+// DecodeJournal refuses a newer one: an owner of an older release meeting
+// a newer journal fails loudly instead of dropping what it cannot read.
+// Version 2 names a sweep's objects by name (Sweep.Names), which a
+// version 1 reader would not see, and so would delete them; version 1
+// entries, by whole identity (Sweep.Present), are still read.
+const JournalVersion = 2
+
+// oldestJournalVersion is the oldest version DecodeJournal reads.
+const oldestJournalVersion = 1
 
 // JournalRecord is one journaled event: when the core took it (the time it
 // was stepped at, so a restored window opens and closes as the original
@@ -163,8 +169,8 @@ func (c JournalCodec) Decode(data []byte) (JournalRecord, error) {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return JournalRecord{}, fmt.Errorf("decoding a journal entry: %w", err)
 	}
-	if j.V != JournalVersion {
-		return JournalRecord{}, fmt.Errorf("a journal entry of version %d; this release reads version %d", j.V, JournalVersion)
+	if j.V < oldestJournalVersion || j.V > JournalVersion {
+		return JournalRecord{}, fmt.Errorf("a journal entry of version %d; this release reads up to version %d", j.V, JournalVersion)
 	}
 	rec := JournalRecord{At: j.At, Window: j.Window}
 	switch {

@@ -185,13 +185,14 @@ func mergedTools(old, latest Write) []string {
 // since the window plans sweeps before writes and the stale write would
 // otherwise keep the deleted object in Git.
 func (w *window) addSweep(s Sweep, replaying bool, now time.Time) {
-	present := make(map[manifest.ObjectID]bool, len(s.Present))
-	for _, id := range s.Present {
-		present[identity(id)] = true
+	// By name: the sweep's objects are all of its scope (Sweep.Found).
+	present := make(map[string]struct{}, len(s.Names)+len(s.Present))
+	for name := range s.Found() {
+		present[name] = struct{}{}
 	}
 	kept := w.order[:0]
 	for _, id := range w.order {
-		if s.Scope.Covers(id) && !present[id] {
+		if _, found := present[id.Name]; s.Scope.Covers(id) && !found {
 			w.bytes -= len(w.writes[id].YAML)
 			if w.writes[id].Node != nil {
 				w.trees--
@@ -208,13 +209,13 @@ func (w *window) addSweep(s Sweep, replaying bool, now time.Time) {
 	w.lastEvent = now
 }
 
-// coveredUpserts are the objects the window writes (not deletes) that
-// scope covers.
-func (w *window) coveredUpserts(scope manifest.SweepScope) []manifest.ObjectID {
-	var out []manifest.ObjectID
+// coveredUpserts are the names of the objects the window writes (not
+// deletes) that scope covers, as a sweep names what it found.
+func (w *window) coveredUpserts(scope manifest.SweepScope) []string {
+	var out []string
 	for _, id := range w.order {
 		if wr := w.writes[id]; wr.YAML != nil && scope.Covers(id) {
-			out = append(out, id)
+			out = append(out, id.Name)
 		}
 	}
 	return out

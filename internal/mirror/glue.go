@@ -35,9 +35,10 @@ type Sink interface {
 type streamGlue struct {
 	target *Target
 	claim  rules.Claim
-	// present are the objects this replay forwarded; controller-owned and
+	// present are the names of the objects this replay forwarded (the
+	// scope names the rest: branch.Sweep.Names); controller-owned and
 	// refused objects are left out, so a sweep removes them from Git.
-	present []manifest.ObjectID
+	present []string
 	// emitted is what the stream last wrote of each object.
 	emitted emittedContent
 }
@@ -109,7 +110,9 @@ func (g *streamGlue) replayed(ctx context.Context, ev watch.Event) error {
 	if !ok {
 		return nil
 	}
-	g.present = append(g.present, id)
+	if g.scope().Covers(id) {
+		g.present = append(g.present, id.Name)
+	}
 	return g.emit(ctx, &liveWrite{kind: "upsert", write: branch.Write{ID: id, YAML: content, Sensitive: g.claim.Sensitive,
 		Received: ev.Received, Replay: true}, digest: sanitize.ContentDigest(content)})
 }
@@ -141,13 +144,13 @@ func (g *streamGlue) render(ev watch.Event) (manifest.ObjectID, []byte, *yaml.No
 // cannot be written is not swept either: Git keeps what it has rather than
 // losing encrypted files to a configuration gap.
 func (g *streamGlue) synced(ctx context.Context, reported []watch.ObjectKey) error {
-	scope := manifest.SweepScope{Group: g.claim.GVR.Group, Kind: g.claim.Kind, Namespace: g.claim.Namespace}
+	scope := g.scope()
 	g.target.observer.ReplayEnded(g.target.Key, scope, reported)
 	var sweep *branch.Sweep
 	if !g.claim.Sensitive || g.target.sensitiveWritable() {
 		// The worker takes the list: a stream keeps no copy of its objects'
 		// identities between replays.
-		sweep = &branch.Sweep{Scope: scope, Present: g.present}
+		sweep = &branch.Sweep{Scope: scope, Names: g.present}
 	}
 	g.present = nil
 	streams := g.target.markStream(g.claim, func(r *running) { r.synced, r.catchingUp = true, false })
@@ -159,6 +162,11 @@ func (g *streamGlue) synced(ctx context.Context, reported []watch.ObjectKey) err
 		g.target.observer.Replayed(g.target.Key)
 	}
 	return nil
+}
+
+// scope is what the stream's sweep covers: its type and namespace.
+func (g *streamGlue) scope() manifest.SweepScope {
+	return manifest.SweepScope{Group: g.claim.GVR.Group, Kind: g.claim.Kind, Namespace: g.claim.Namespace}
 }
 
 // follows applies the rule's operations to a live event.
