@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/configbutler/gitops-reverser/internal/manifest"
 )
 
 // coreJSON is the Core's state as plain, exported data: what a journal
@@ -102,13 +100,12 @@ func (w *window) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*w = window{target: j.Target, author: j.Author, writes: map[manifest.ObjectID]Write{}, sweeps: j.Sweeps, bytes: j.Bytes,
+	*w = window{target: j.Target, author: j.Author, at: make(map[writeKey]int, len(j.Writes)), sweeps: j.Sweeps, bytes: j.Bytes,
 		reconcile: j.Reconcile, replaying: j.Replaying, request: j.Request, message: j.Message, commit: j.Commit,
 		refused: j.Refused, opened: j.Opened, lastEvent: j.LastEvent, seq: j.Seq, absorbed: j.Absorbed}
 	for _, wr := range j.Writes {
-		key := identity(wr.ID)
-		w.order = append(w.order, key)
-		w.writes[key] = wr
+		w.at[keyOf(wr.ID)] = len(w.writes)
+		w.writes = append(w.writes, wr)
 	}
 	return nil
 }

@@ -170,5 +170,5 @@ func (w *Worker) reportRefusals(win *window, plan *windowPlan) {
 	for _, r := range plan.refusals {
 		w.cfg.Log.Info("not writing an object", "target", win.target.String(), "object", r.ID.String(), "reason", string(r.Reason), "detail", r.Detail)
 	}
-	w.emit(Outcome{Kind: OutcomePlanned, Target: win.target, Carried: win.order, Refusals: plan.refusals})
+	w.emit(Outcome{Kind: OutcomePlanned, Target: win.target, Carried: win.carried(), Refusals: plan.refusals})
 }

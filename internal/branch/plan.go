@@ -67,7 +67,7 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 		res.Changes[i].BaseBlob = ts.blobIDs[res.Changes[i].Path] // "" for a path the tip does not have
 	}
 	plan := &windowPlan{target: win.target, result: res, files: res.Changes, refusals: append(refusals, res.Refusals...)}
-	plan.changes = describe(res, win.writes)
+	plan.changes = describe(res, win.toolsOf)
 	for _, o := range res.Objects {
 		if o.Action == manifest.ActionDelete && swept[identity(o.ID)] {
 			plan.sweepDeletes++
@@ -82,11 +82,11 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 // describe names the objects a plan changes, and the tools that changed
 // them, for the commit message. A sweep's delete has no write, and so no
 // tool.
-func describe(res manifest.Result, writes map[manifest.ObjectID]Write) []Change {
+func describe(res manifest.Result, toolsOf func(manifest.ObjectID) []string) []Change {
 	out := make([]Change, 0, len(res.Objects))
 	for _, o := range res.Objects {
 		out = append(out, Change{Operation: string(o.Action), APIVersion: o.ID.APIVersion(), Kind: o.ID.Kind,
-			Namespace: o.ID.Namespace, Name: o.ID.Name, Path: o.Path, Tools: writes[identity(o.ID)].ChangedWith})
+			Namespace: o.ID.Namespace, Name: o.ID.Name, Path: o.Path, Tools: toolsOf(o.ID)})
 	}
 	return out
 }

@@ -12,10 +12,13 @@ import (
 type window struct {
 	target TargetKey
 	author Author
-	// writes keeps the last write per object (last write wins); order keeps
-	// first-seen order so commit messages list objects as they came.
-	writes map[manifest.ObjectID]Write
-	order  []manifest.ObjectID
+	// writes keeps the last write per object (last write wins) in
+	// first-seen order, so commit messages list objects as they came; at is
+	// each object's place in it. A map of ObjectID to Write and a second
+	// ObjectID for the order made a 50k-object replay's windows 517 B an
+	// object; this makes them 404 B (BenchmarkReplayWindowsBytesPerObject).
+	writes []Write
+	at     map[writeKey]int
 	sweeps []Sweep
 	bytes  int
 	// trees counts the writes that carry their rendered tree (Write.Node),
@@ -53,7 +56,30 @@ type window struct {
 }
 
 func newWindow(target TargetKey, author Author, now time.Time) *window {
-	return &window{target: target, author: author, writes: map[manifest.ObjectID]Write{}, opened: now, lastEvent: now}
+	return &window{target: target, author: author, at: map[writeKey]int{}, opened: now, lastEvent: now}
+}
+
+// writeKey is what names an object in a window (identity): its version
+// and resource do not, and a key without them is two strings smaller.
+type writeKey struct{ group, kind, namespace, name string }
+
+func keyOf(id manifest.ObjectID) writeKey {
+	return writeKey{group: id.Group, kind: id.Kind, namespace: id.Namespace, name: id.Name}
+}
+
+// write is the window's write of the object id names, if any.
+func (w *window) write(id manifest.ObjectID) (Write, bool) {
+	i, ok := w.at[keyOf(id)]
+	if !ok {
+		return Write{}, false
+	}
+	return w.writes[i], true
+}
+
+// toolsOf names the tools of the window's write of id (Write.ChangedWith).
+func (w *window) toolsOf(id manifest.ObjectID) []string {
+	wr, _ := w.write(id)
+	return wr.ChangedWith
 }
 
 // maxWindowAge is the decision how long a window may stay open while
@@ -109,8 +135,8 @@ func (w *window) bind(r *Request) {
 
 // absorb adds later's writes to w, last write winning.
 func (w *window) absorb(later *window) {
-	for _, id := range later.order {
-		w.add(later.writes[id], later.lastEvent)
+	for _, wr := range later.writes {
+		w.add(wr, later.lastEvent)
 	}
 	w.reconcile = w.reconcile || later.reconcile
 	w.replaying = w.replaying || later.replaying
@@ -136,8 +162,12 @@ func identity(id manifest.ObjectID) manifest.ObjectID {
 const maxWindowTrees = 2048
 
 func (w *window) add(wr Write, now time.Time) {
-	key := identity(wr.ID)
-	old, replaced := w.writes[key]
+	key := keyOf(wr.ID)
+	i, replaced := w.at[key]
+	var old Write
+	if replaced {
+		old = w.writes[i]
+	}
 	if replaced && old.Node != nil {
 		w.trees--
 	}
@@ -152,10 +182,11 @@ func (w *window) add(wr Write, now time.Time) {
 		// oldest change the commit carries.
 		wr.Received = old.Received
 		wr.ChangedWith = mergedTools(old, wr)
+		w.writes[i] = wr
 	} else {
-		w.order = append(w.order, key)
+		w.at[key] = len(w.writes)
+		w.writes = append(w.writes, wr)
 	}
-	w.writes[key] = wr
 	w.bytes += len(wr.YAML)
 	w.lastEvent = now
 	w.replaying = w.replaying || wr.Replay || wr.CatchUp
@@ -190,19 +221,21 @@ func (w *window) addSweep(s Sweep, replaying bool, now time.Time) {
 	for name := range s.Found() {
 		present[name] = struct{}{}
 	}
-	kept := w.order[:0]
-	for _, id := range w.order {
-		if _, found := present[id.Name]; s.Scope.Covers(id) && !found {
-			w.bytes -= len(w.writes[id].YAML)
-			if w.writes[id].Node != nil {
+	kept := w.writes[:0]
+	for _, wr := range w.writes {
+		if _, found := present[wr.ID.Name]; s.Scope.Covers(wr.ID) && !found {
+			w.bytes -= len(wr.YAML)
+			if wr.Node != nil {
 				w.trees--
 			}
-			delete(w.writes, id)
+			delete(w.at, keyOf(wr.ID))
 			continue
 		}
-		kept = append(kept, id)
+		w.at[keyOf(wr.ID)] = len(kept)
+		kept = append(kept, wr)
 	}
-	w.order = kept
+	clear(w.writes[len(kept):]) // what was dropped holds no YAML or tree any longer
+	w.writes = kept
 	w.sweeps = append(w.sweeps, s)
 	w.reconcile = true
 	w.replaying = w.replaying || replaying
@@ -213,19 +246,23 @@ func (w *window) addSweep(s Sweep, replaying bool, now time.Time) {
 // deletes) that scope covers, as a sweep names what it found.
 func (w *window) coveredUpserts(scope manifest.SweepScope) []string {
 	var out []string
-	for _, id := range w.order {
-		if wr := w.writes[id]; wr.YAML != nil && scope.Covers(id) {
-			out = append(out, id.Name)
+	for _, wr := range w.writes {
+		if wr.YAML != nil && scope.Covers(wr.ID) {
+			out = append(out, wr.ID.Name)
 		}
 	}
 	return out
 }
 
 // orderedWrites lists the window's writes in first-seen order.
-func (w *window) orderedWrites() []Write {
-	out := make([]Write, 0, len(w.order))
-	for _, id := range w.order {
-		out = append(out, w.writes[id])
+func (w *window) orderedWrites() []Write { return slices.Clone(w.writes) }
+
+// carried names the window's objects in first-seen order, by identity
+// (OutcomePlanned's Carried).
+func (w *window) carried() []manifest.ObjectID {
+	out := make([]manifest.ObjectID, 0, len(w.writes))
+	for _, wr := range w.writes {
+		out = append(out, identity(wr.ID))
 	}
 	return out
 }

@@ -155,11 +155,17 @@ func TestAWindowHoldsABoundedNumberOfRenderedTrees(t *testing.T) {
 	for i := range maxWindowTrees + 1 {
 		w.add(tree(fmt.Sprint("cm-", i)), t0)
 	}
-	require.Nil(t, w.writes[identity(tree(fmt.Sprint("cm-", maxWindowTrees)).ID)].Node, "one past the bound")
-	require.NotNil(t, w.writes[identity(tree("cm-0").ID)].Node)
+	require.Nil(t, writeOf(w, tree(fmt.Sprint("cm-", maxWindowTrees)).ID).Node, "one past the bound")
+	require.NotNil(t, writeOf(w, tree("cm-0").ID).Node)
 
 	w.add(change("cm-0"), t0) // the object's last write carries no tree
 	w.add(tree("cm-extra"), t0)
-	require.NotNil(t, w.writes[identity(tree("cm-extra").ID)].Node, "the freed place is taken")
+	require.NotNil(t, writeOf(w, tree("cm-extra").ID).Node, "the freed place is taken")
 	require.Equal(t, maxWindowTrees, w.trees)
+}
+
+// writeOf is w's write of id (the zero Write when it has none).
+func writeOf(w *window, id manifest.ObjectID) Write {
+	wr, _ := w.write(id)
+	return wr
 }
