@@ -38,7 +38,7 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 		swept[identity(d.ID)] = true
 	}
 	var refusals []manifest.Refusal
-	for _, wr := range win.orderedWrites() {
+	for _, wr := range win.writes { // read only: no copy of a replay's writes
 		if wr.YAML == nil {
 			ops = append(ops, manifest.Delete{ID: wr.ID})
 			continue
