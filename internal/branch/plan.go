@@ -76,6 +76,11 @@ func (s *branchState) plan(win *window) (*windowPlan, error) {
 			plan.placements = append(plan.placements, o.Placement)
 		}
 	}
+	// Of the planner's answer the commit keeps what Index.Apply reads (the
+	// changes and their parsed files): the objects it wrote are described
+	// above, and a replay's list of them (144 bytes an object) would
+	// otherwise stay beside the description through the push.
+	plan.result.Objects, plan.result.Refusals = nil, nil
 	return plan, nil
 }
 
