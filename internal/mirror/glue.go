@@ -177,13 +177,22 @@ func (g *streamGlue) follows(typ apiwatch.EventType) bool {
 	return len(g.claim.Operations) == 0 || slices.Contains(g.claim.Operations, op) || slices.Contains(g.claim.Operations, v1alpha3.OperationAll)
 }
 
+// objectID is the object's identity, its type as the stream's claim names
+// it. Where the object's kind and namespace equal the stream's, the identity
+// takes the stream's strings: the index keeps an identity per mirrored
+// file, and each object's own copies (decoded from its JSON) were two
+// small allocations an object for as long as the file exists.
 func (g *streamGlue) objectID(obj *unstructured.Unstructured) manifest.ObjectID {
 	kind := obj.GetKind()
-	if kind == "" {
+	if kind == "" || kind == g.claim.Kind {
 		kind = g.claim.Kind
+	}
+	namespace := obj.GetNamespace()
+	if namespace == g.claim.Namespace {
+		namespace = g.claim.Namespace
 	}
 	return manifest.ObjectID{
 		Group: g.claim.GVR.Group, Version: g.claim.GVR.Version, Kind: kind, Resource: g.claim.GVR.Resource,
-		Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Namespace: namespace, Name: obj.GetName(),
 	}
 }
