@@ -93,7 +93,9 @@ func (s *branchState) planReading(ctx context.Context, win *window) (*windowPlan
 	if !errors.As(err, &needed) {
 		return plan, err
 	}
-	if err := s.restore(ctx, s.targets[win.target], needed.Paths); err != nil {
+	ts := s.targets[win.target]
+	if err := s.restore(ctx, ts, needed.Paths); err != nil {
+		ts.index = nil // read from the forge afresh on the next try, not failed the same way
 		return nil, err
 	}
 	return s.plan(win)
@@ -132,8 +134,8 @@ func (s *branchState) restore(ctx context.Context, ts *targetState, paths []stri
 func mustResolve(pending int, noop, replaying bool) bool { return pending > 0 && !(noop && replaying) }
 
 // confirm registers each pending file that is exactly the rendering of one
-// of win's writes as that object's document (manifest.Index.Confirm), and
-// caches its content as readSubtree caches a seed. It reports whether every
+// of win's writes as that object's document (manifest.Index.Confirm), which
+// keeps its sum, not its bytes. It reports whether every
 // write of win is a no-op: an upsert of a plain object whose rendering is
 // the content of the file the index finds the object in, and no sweep.
 func (s *branchState) confirm(ts *targetState, win *window) (noop bool) {

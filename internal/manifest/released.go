@@ -139,6 +139,10 @@ func (ix *Index) Carry(p string, from *Index, fromPath string) bool {
 	}
 	ix.remove(p, nil)
 	ix.register(p, file)
+	for _, problem := range from.problems[fromPath] {
+		problem.Path = p // what Check refuses in it, refused here too
+		ix.problems[p] = append(ix.problems[p], problem)
+	}
 	return true
 }
 

@@ -2,6 +2,7 @@ package manifest_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -142,4 +143,58 @@ func TestAFileFoundToBeTheRenderingIsLetGoAtTheNextCommit(t *testing.T) {
 	res := planApplied(t, manifest.Planner{}, ix, rendered(t, a, configMapYAML("team", "a", "1")), rendered(t, b, configMapYAML("team", "b", "1")))
 	require.Equal(t, map[string]string{"mirror/team/configmaps/b.yaml": configMapYAML("team", "b", "1")}, contents(res))
 	require.Equal(t, []string{p, "mirror/team/configmaps/b.yaml"}, ix.Released())
+}
+
+// An object moved out of a directory too long to check out into a file
+// whose bytes the index let go asks for that file, and once it is read
+// back moves there beside the object it holds.
+func TestAMoveIntoALetGoFileAsksForItFirst(t *testing.T) {
+	a, b := configMapID("team", "a"), configMapID("team", "b")
+	long := "mirror/" + strings.Repeat("x", manifest.MaxSegmentBytes+1) + "/b.yaml"
+	together := manifest.Planner{Placement: manifest.Placement{Default: "{namespace}/all.yaml"}}
+	first := configMapYAML("team", "a", "1")
+	ix := newIndex(t, "mirror", withReadme("mirror", map[string]string{long: configMapYAML("team", "b", "1")}))
+	planApplied(t, together, ix, rendered(t, a, first))
+	require.Equal(t, []string{"mirror/team/all.yaml"}, ix.Released())
+
+	ops := []manifest.Op{rendered(t, b, configMapYAML("team", "b", "1"))}
+	_, err := together.Plan(ix, ops)
+	var needed *manifest.ContentNeededError
+	require.True(t, errors.As(err, &needed), "got %v", err)
+	require.Equal(t, []string{"mirror/team/all.yaml"}, needed.Paths)
+
+	require.NoError(t, ix.Restore(map[string][]byte{"mirror/team/all.yaml": []byte(first)}))
+	res, err := together.Plan(ix, ops)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{
+		"mirror/team/all.yaml": first + "---\n" + configMapYAML("team", "b", "1"),
+		long:                   "<deleted>",
+	}, contents(res))
+}
+
+// A file the gate refuses stays refused when a reload carries it.
+func TestACarriedFileKeepsWhatCheckRefusesInIt(t *testing.T) {
+	prior := newIndex(t, "mirror", withReadme("mirror", map[string]string{"mirror/bad.yaml": "kind: [\n"}))
+	require.Error(t, prior.Check())
+
+	ix := newIndex(t, "mirror", withReadme("mirror", nil))
+	require.True(t, ix.Carry("mirror/moved.yaml", prior, "mirror/bad.yaml"))
+	err := ix.Check()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "mirror/moved.yaml")
+}
+
+// A let-go file whose one document the plan replaces takes a new object
+// beside it without its old bytes: none of them are kept.
+func TestALetGoFileRewrittenInThePlanTakesANewObjectWithoutItsBytes(t *testing.T) {
+	a, b := configMapID("team", "a"), configMapID("team", "b")
+	together := manifest.Planner{Placement: manifest.Placement{Default: "{namespace}/all.yaml"}}
+	ix := newIndex(t, "mirror", withReadme("mirror", nil))
+	planApplied(t, together, ix, rendered(t, a, configMapYAML("team", "a", "1")))
+
+	res := planApplied(t, together, ix, rendered(t, a, configMapYAML("team", "a", "2")), rendered(t, b, configMapYAML("team", "b", "1")))
+	require.Equal(t, map[string]string{"mirror/team/all.yaml": configMapYAML("team", "a", "2") + "---\n" + configMapYAML("team", "b", "1")}, contents(res))
+	a2, ok := ix.Lookup(a)
+	require.True(t, ok)
+	require.Equal(t, "mirror/team/all.yaml", a2)
 }

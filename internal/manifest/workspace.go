@@ -67,8 +67,12 @@ func (ws *workspace) fits(p string) bool {
 // branch would stay one no clone can check out. An object that cannot be
 // placed is edited where it is, as before.
 func (ws *workspace) move(loc location, w write) *Refusal {
+	needed := len(ws.needed)
 	if refusal := ws.place(w); refusal != nil {
 		return ws.replace(loc, w)
+	}
+	if len(ws.needed) > needed {
+		return nil // nothing placed: planned again once the file is read back
 	}
 	ws.edit(loc.path).remove(loc.section)
 	moved := &ws.objects[len(ws.objects)-1]
@@ -291,8 +295,8 @@ func (ws *workspace) place(w write) *Refusal {
 	if refusal := file.mixingRefusal(w, noSection); refusal != nil {
 		return refusal
 	}
-	if file.original != nil && file.original.released && file.docs[0] != nil {
-		ws.needContent(target) // the document there is kept beside the new one
+	if _, replaced := file.bodies[0]; file.original != nil && file.original.released && file.docs[0] != nil && !replaced {
+		ws.needContent(target) // the document there is kept, as it is, beside the new one
 		return nil
 	}
 	file.appended = append(file.appended, body)
