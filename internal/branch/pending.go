@@ -101,30 +101,48 @@ func (s *branchState) planReading(ctx context.Context, win *window) (*windowPlan
 	return s.plan(win)
 }
 
-// restore reads the files at paths (the blob cache, then the forge) and
-// gives them back to the target's index (manifest.Index.Restore).
+// restore reads the files at paths and gives them back to the target's
+// index (manifest.Index.Restore), which holds them until its next commit.
 func (s *branchState) restore(ctx context.Context, ts *targetState, paths []string) error {
-	files := make(map[string][]byte, len(paths))
-	var missing []forges.TreeEntry
+	ids := make(map[string]string, len(paths))
 	for _, p := range paths {
-		id := ts.blobIDs[p]
+		ids[p] = ts.blobIDs[p]
+	}
+	files, err := s.readFiles(ctx, ids, false)
+	if err != nil {
+		return err
+	}
+	if err := ts.index.Restore(files); err != nil {
+		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, ts.at, err)
+	}
+	return nil
+}
+
+// readFiles reads files by blob id, by path: the blob cache, then the
+// forge, in path order. cache keeps what the forge answered in the blob
+// cache.
+func (s *branchState) readFiles(ctx context.Context, ids map[string]string, cache bool) (map[string][]byte, error) {
+	files := make(map[string][]byte, len(ids))
+	var missing []forges.TreeEntry
+	for p, id := range ids {
 		if content, ok := s.blobs.get(id); ok {
 			files[p] = content
 			continue
 		}
 		missing = append(missing, forges.TreeEntry{Path: p, BlobID: id, Mode: forges.ModeRegular})
 	}
+	sort.Slice(missing, func(i, j int) bool { return missing[i].Path < missing[j].Path })
 	contents, err := readBlobs(ctx, s.forge, missing)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i, e := range missing {
+		if cache {
+			s.blobs.put(e.BlobID, contents[i])
+		}
 		files[e.Path] = contents[i]
 	}
-	if err := ts.index.Restore(files); err != nil {
-		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, ts.at, err)
-	}
-	return nil
+	return files, nil
 }
 
 // mustResolve decides whether the pending files are read before a plan:
@@ -163,24 +181,9 @@ func (s *branchState) confirm(ts *targetState, win *window) (noop bool) {
 // fetch and answers these reads from memory. One that let them go (a
 // blob-less fetch) fetches the snapshot again once for all of them.
 func (s *branchState) resolvePending(ctx context.Context, ts *targetState) error {
-	pending := ts.index.Pending()
-	files := make(map[string][]byte, len(pending))
-	var missing []forges.TreeEntry
-	for p, id := range pending {
-		if content, ok := s.blobs.get(id); ok {
-			files[p] = content
-			continue
-		}
-		missing = append(missing, forges.TreeEntry{Path: p, BlobID: id, Mode: forges.ModeRegular})
-	}
-	sort.Slice(missing, func(i, j int) bool { return missing[i].Path < missing[j].Path })
-	contents, err := readBlobs(ctx, s.forge, missing)
+	files, err := s.readFiles(ctx, ts.index.Pending(), true)
 	if err != nil {
 		return err
-	}
-	for i, e := range missing {
-		s.blobs.put(e.BlobID, contents[i])
-		files[e.Path] = contents[i]
 	}
 	if err := ts.index.Resolve(files); err != nil {
 		return fmt.Errorf("indexing %s at %s: %w", ts.target.Path, ts.at, err)
