@@ -91,8 +91,11 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 		return nil, classify(op, err)
 	}
 	// On a snapshot whose blobs were released the new one keeps its trees
-	// only, as the worker holds what it wrote.
-	c.keepSnapshot(privateRef(branch), parent, c.keepsBlobsOf(start))
+	// only, as the worker holds what it wrote; so does one that starts the
+	// branch afresh, whose every blob the worker wrote (copying them all
+	// into the compacted store, to let them go at the worker's next
+	// ReleaseBlobs, was a replay's largest commit's peak).
+	c.keepSnapshot(privateRef(branch), parent, !start.IsZero() && c.keepsBlobsOf(start))
 	return results, nil
 }
 
@@ -151,7 +154,7 @@ func (c *Client) startTree(ctx context.Context, branch plumbing.ReferenceName, p
 		tree, err := c.parentTree(ctx, branch, parent, !expected.IsZero())
 		return parent, tree, err
 	}
-	commit, err := c.loadCommit(ctx, mergeParent, "")
+	tree, err := c.loadTree(ctx, mergeParent, "")
 	if err != nil {
 		err = classify("read merge parent "+mergeParent.String(), err)
 		if forges.KindOf(err) == forges.KindNotFound {
@@ -160,7 +163,7 @@ func (c *Client) startTree(ctx context.Context, branch plumbing.ReferenceName, p
 		}
 		return plumbing.ZeroHash, plumbing.ZeroHash, err
 	}
-	return mergeParent, commit.TreeHash, nil
+	return mergeParent, tree, nil
 }
 
 // parentTree returns the tree the new commit starts from: the parent's,
@@ -171,9 +174,9 @@ func (c *Client) parentTree(ctx context.Context, branch plumbing.ReferenceName, 
 	if parent.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
-	commit, err := c.loadCommit(ctx, parent, branch)
+	tree, err := c.loadTree(ctx, parent, branch)
 	if err == nil {
-		return commit.TreeHash, nil
+		return tree, nil
 	}
 	err = classify("read parent commit "+parent.String(), err)
 	if !parentIsExpectedHead || forges.KindOf(err) != forges.KindNotFound {

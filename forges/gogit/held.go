@@ -57,29 +57,35 @@ func (s heldStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbi
 	if !ok {
 		return nil, err
 	}
-	return sharedBlob{hash: h, content: content}, nil
+	return sharedObject{kind: plumbing.BlobObject, hash: h, content: content}, nil
 }
 
-// sharedBlob is a read-only blob over bytes the caller owns and never
-// changes: a held blob, or the content of a file a commit puts (writeBlob),
-// which the store then keeps without copying it.
-type sharedBlob struct {
+// sharedObject is a read-only object over bytes nobody changes: a held
+// blob, the content of a file a commit puts (writeBlob), which the store
+// then keeps without copying it, or a tree encoded at its exact size
+// (encodeTree).
+type sharedObject struct {
+	kind    plumbing.ObjectType
 	hash    plumbing.Hash
 	content []byte
 }
 
-func newSharedBlob(content []byte) sharedBlob {
-	return sharedBlob{hash: plumbing.ComputeHash(plumbing.BlobObject, content), content: content}
+func newSharedBlob(content []byte) sharedObject {
+	return newSharedObject(plumbing.BlobObject, content)
 }
 
-func (b sharedBlob) Hash() plumbing.Hash         { return b.hash }
-func (b sharedBlob) Type() plumbing.ObjectType   { return plumbing.BlobObject }
-func (b sharedBlob) SetType(plumbing.ObjectType) {}
-func (b sharedBlob) Size() int64                 { return int64(len(b.content)) }
-func (b sharedBlob) SetSize(int64)               {}
-func (b sharedBlob) Reader() (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(b.content)), nil
+func newSharedObject(kind plumbing.ObjectType, content []byte) sharedObject {
+	return sharedObject{kind: kind, hash: plumbing.ComputeHash(kind, content), content: content}
 }
-func (b sharedBlob) Writer() (io.WriteCloser, error) {
-	return nil, errors.New("a shared blob is read-only")
+
+func (o sharedObject) Hash() plumbing.Hash         { return o.hash }
+func (o sharedObject) Type() plumbing.ObjectType   { return o.kind }
+func (o sharedObject) SetType(plumbing.ObjectType) {}
+func (o sharedObject) Size() int64                 { return int64(len(o.content)) }
+func (o sharedObject) SetSize(int64)               {}
+func (o sharedObject) Reader() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(o.content)), nil
+}
+func (o sharedObject) Writer() (io.WriteCloser, error) {
+	return nil, errors.New("a shared object is read-only")
 }

@@ -22,6 +22,24 @@ import (
 // object with to find deltas; Git's default.
 const packDeltaWindow = 10
 
+// maxDeltaSearchObjects bounds the packs the encoder searches for deltas.
+// go-git's search holds every delta it finds until the pack is written,
+// and a replay's push carries tens of thousands of similar files: for
+// 50,000 ConfigMaps it was about 10 MB at the commit's peak and a quarter
+// of the worker's CPU, to make the pack 26% smaller (7.4 MB against 10.1
+// MB). A push of live changes carries a few objects, with little to find
+// and little to hold, and keeps the search (docs/benchmarks.md, K).
+const maxDeltaSearchObjects = 1000
+
+// deltaWindow is the delta search window for a pack of n objects: none
+// past maxDeltaSearchObjects.
+func deltaWindow(n int) uint {
+	if n > maxDeltaSearchObjects {
+		return 0
+	}
+	return packDeltaWindow
+}
+
 // push sends objects and moves branch from expected to commit in one
 // receive-pack session, as a compare-and-swap:
 //
@@ -119,7 +137,7 @@ func sendPack(ctx context.Context, session transport.ReceivePackSession, objects
 	reader, writer := io.Pipe()
 	encoded := make(chan error, 1)
 	go func() {
-		_, err := packfile.NewEncoder(writer, objects, useRefDeltas).Encode(hashes, packDeltaWindow)
+		_, err := packfile.NewEncoder(writer, objects, useRefDeltas).Encode(hashes, deltaWindow(len(hashes)))
 		_ = writer.CloseWithError(err)
 		encoded <- err
 	}()

@@ -31,11 +31,11 @@ func (c *Client) Tree(ctx context.Context, commit, prefix string) ([]forges.Tree
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	loaded, err := c.loadCommit(ctx, hash, "")
+	tree, err := c.loadTree(ctx, hash, "")
 	if err != nil {
 		return nil, classify(op, err)
 	}
-	root, err := loaded.Tree()
+	root, err := object.GetTree(c.objects, tree)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading root tree: %w", op, err)
 	}

@@ -3,6 +3,7 @@ package gogit
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -232,11 +233,35 @@ func (b *treeBuilder) writeDirectory(dir *directory) (plumbing.Hash, error) {
 		tree.Entries = append(tree.Entries, object.TreeEntry{Name: name, Mode: item.mode, Hash: item.hash})
 	}
 	sort.Sort(object.TreeEntrySorter(tree.Entries))
-	encoded := b.objects.NewEncodedObject()
-	if err := tree.Encode(encoded); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("encoding a tree: %w", err)
+	encoded, err := encodeTree(tree.Entries)
+	if err != nil {
+		return plumbing.ZeroHash, err
 	}
 	return b.store(encoded)
+}
+
+// encodeTree is the tree object of entries, in Git's order, as
+// object.Tree.Encode writes it ("<mode in octal> <name>\0<id>" each), in
+// one buffer of its exact size. Encode appends to a growing buffer in small
+// writes: a replay's directories of thousands of files left several times
+// their size behind while the commit was built.
+func encodeTree(entries []object.TreeEntry) (sharedObject, error) {
+	size, mode := 0, [12]byte{}
+	for _, e := range entries {
+		if strings.IndexByte(e.Name, 0) >= 0 {
+			return sharedObject{}, fmt.Errorf("encoding a tree: malformed file name %q", e.Name)
+		}
+		size += len(strconv.AppendUint(mode[:0], uint64(e.Mode), 8)) + 1 + len(e.Name) + 1 + len(e.Hash)
+	}
+	content := make([]byte, 0, size)
+	for _, e := range entries {
+		content = strconv.AppendUint(content, uint64(e.Mode), 8)
+		content = append(content, ' ')
+		content = append(content, e.Name...)
+		content = append(content, 0)
+		content = append(content, e.Hash[:]...)
+	}
+	return newSharedObject(plumbing.TreeObject, content), nil
 }
 
 // writeBlob stores content as a blob without copying it: the change's

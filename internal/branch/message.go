@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/configbutler/gitops-reverser/forges"
 )
@@ -147,11 +148,11 @@ func (m *Messages) Render(data MessageData, reconcile bool) (string, error) {
 	case len(data.Changes) == 1:
 		tmpl = m.event
 	}
-	out, err := tmpl.execute(data)
+	out, err := tmpl.execute(data, messageSize(data.Changes))
 	if err != nil {
 		return "", fmt.Errorf("rendering the commit message %w", err)
 	}
-	msg := strings.TrimSpace(out)
+	msg := trimmedLine(out)
 	if msg == "" {
 		return "", fmt.Errorf("the commit message %s rendered empty", tmpl.name)
 	}
@@ -159,7 +160,32 @@ func (m *Messages) Render(data MessageData, reconcile bool) (string, error) {
 	for _, tool := range data.Tools() {
 		trailers = append(trailers, ChangedWithTrailer+": "+tool)
 	}
-	return forges.AppendTrailers(msg+"\n", trailers...), nil
+	return forges.AppendTrailers(msg, trailers...), nil
+}
+
+// messageSize is about the length of a default message listing changes:
+// one line an object.
+func messageSize(changes []Change) int {
+	n := 256
+	for _, c := range changes {
+		n += len(c.Operation) + len(c.Kind) + len(c.Namespace) + len(c.Name) + 6
+	}
+	return n
+}
+
+// trimmedLine is text without surrounding space, ending in one newline,
+// or "" when only space is left. text ends in a newline (execute), so
+// the result is mostly a part of it, not a copy of a message of megabytes.
+func trimmedLine(text string) string {
+	msg := strings.TrimSpace(text)
+	if msg == "" {
+		return ""
+	}
+	rest := strings.TrimLeftFunc(text, unicode.IsSpace)
+	if rest[len(msg)] == '\n' {
+		return rest[:len(msg)+1]
+	}
+	return msg + "\n"
 }
 
 func capitalize(s string) string {

@@ -62,12 +62,13 @@ func (t *PullRequestTemplates) render(data PullRequestData) (title, body string,
 			return "", "", err
 		}
 	}
-	if title, err = t.title.execute(data); err != nil {
+	if title, err = t.title.execute(data, 0); err != nil {
 		return "", "", fmt.Errorf("rendering the pull request %w", err)
 	}
-	if body, err = t.body.execute(data); err != nil {
+	if body, err = t.body.execute(data, 0); err != nil {
 		return "", "", fmt.Errorf("rendering the pull request %w", err)
 	}
+	body = strings.TrimSuffix(body, "\n") // the one execute ends every text with
 	title = strings.Join(strings.Fields(title), " ")
 	if title == "" {
 		return "", "", fmt.Errorf("the pull request title rendered empty")

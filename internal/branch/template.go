@@ -1,7 +1,6 @@
 package branch
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -158,12 +157,17 @@ func fieldList(fields map[string]bool) string {
 	return strings.Join(names, " ")
 }
 
-// execute renders the template over data.
-func (t *messageTemplate) execute(data any) (string, error) {
-	var buf bytes.Buffer
-	w := &walker{out: &buf, root: data, funcs: templateFuncs()}
+// execute renders the template over data into a text of about size
+// bytes, then the newline ending it: a replay's message lists tens of
+// thousands of objects (1.4 MB at 31,500), and a buffer grown by doubling
+// and then copied held about five times that at the commit's peak.
+func (t *messageTemplate) execute(data any, size int) (string, error) {
+	var out strings.Builder
+	out.Grow(size + 1)
+	w := &walker{out: &out, root: data, funcs: templateFuncs()}
 	if err := w.walk(t.tree.Root, data); err != nil {
 		return "", fmt.Errorf("%s: %w", t.name, err)
 	}
-	return buf.String(), nil
+	out.WriteByte('\n')
+	return out.String(), nil
 }

@@ -1,7 +1,6 @@
 package branch
 
 import (
-	"bytes"
 	"fmt"
 	"reflect"
 	"strings"
@@ -10,7 +9,7 @@ import (
 
 // walker executes a checked template's parse tree.
 type walker struct {
-	out   *bytes.Buffer
+	out   *strings.Builder
 	root  any // MessageData or PullRequestData
 	funcs map[string]func([]any) (any, error)
 }
@@ -27,7 +26,7 @@ func (w *walker) walk(node parse.Node, dot any) error {
 			}
 		}
 	case *parse.TextNode:
-		w.out.Write(n.Text)
+		w.out.Write(n.Text) //nolint:errcheck // a strings.Builder does not fail
 	case *parse.ActionNode:
 		v, err := w.pipe(n.Pipe, dot)
 		if err != nil {
