@@ -100,12 +100,12 @@ func (w *window) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*w = window{target: j.Target, author: j.Author, at: make(map[writeKey]int, len(j.Writes)), sweeps: j.Sweeps, bytes: j.Bytes,
+	*w = window{target: j.Target, author: j.Author, at: newWriteIndex(len(j.Writes)), sweeps: j.Sweeps, bytes: j.Bytes,
 		reconcile: j.Reconcile, replaying: j.Replaying, request: j.Request, message: j.Message, commit: j.Commit,
 		refused: j.Refused, opened: j.Opened, lastEvent: j.LastEvent, seq: j.Seq, absorbed: j.Absorbed}
-	for _, wr := range j.Writes {
-		w.at[keyOf(wr.ID)] = len(w.writes)
-		w.writes = append(w.writes, wr)
+	w.writes = j.Writes
+	for i := range w.writes {
+		w.at.set(w.writes, i)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ type window struct {
 	// ObjectID for the order made a 50k-object replay's windows 517 B an
 	// object; this makes them 404 B (BenchmarkReplayWindowsBytesPerObject).
 	writes []Write
-	at     map[writeKey]int
+	at     writeIndex
 	sweeps []Sweep
 	bytes  int
 	// trees counts the writes that carry their rendered tree (Write.Node),
@@ -56,7 +56,7 @@ type window struct {
 }
 
 func newWindow(target TargetKey, author Author, now time.Time) *window {
-	return &window{target: target, author: author, at: map[writeKey]int{}, opened: now, lastEvent: now}
+	return &window{target: target, author: author, at: newWriteIndex(0), opened: now, lastEvent: now}
 }
 
 // writeKey is what names an object in a window (identity): its version
@@ -69,7 +69,7 @@ func keyOf(id manifest.ObjectID) writeKey {
 
 // write is the window's write of the object id names, if any.
 func (w *window) write(id manifest.ObjectID) (Write, bool) {
-	i, ok := w.at[keyOf(id)]
+	i, ok := w.at.find(w.writes, keyOf(id))
 	if !ok {
 		return Write{}, false
 	}
@@ -162,8 +162,7 @@ func identity(id manifest.ObjectID) manifest.ObjectID {
 const maxWindowTrees = 2048
 
 func (w *window) add(wr Write, now time.Time) {
-	key := keyOf(wr.ID)
-	i, replaced := w.at[key]
+	i, replaced := w.at.find(w.writes, keyOf(wr.ID))
 	var old Write
 	if replaced {
 		old = w.writes[i]
@@ -184,8 +183,8 @@ func (w *window) add(wr Write, now time.Time) {
 		wr.ChangedWith = mergedTools(old, wr)
 		w.writes[i] = wr
 	} else {
-		w.at[key] = len(w.writes)
 		w.writes = append(w.writes, wr)
+		w.at.set(w.writes, len(w.writes)-1)
 	}
 	w.bytes += len(wr.YAML)
 	w.lastEvent = now
@@ -228,13 +227,17 @@ func (w *window) addSweep(s Sweep, replaying bool, now time.Time) {
 			if wr.Node != nil {
 				w.trees--
 			}
-			delete(w.at, keyOf(wr.ID))
 			continue
 		}
-		w.at[keyOf(wr.ID)] = len(kept)
 		kept = append(kept, wr)
 	}
 	clear(w.writes[len(kept):]) // what was dropped holds no YAML or tree any longer
+	if len(kept) < len(w.writes) {
+		w.at = newWriteIndex(len(kept))
+		for i := range kept {
+			w.at.set(kept, i)
+		}
+	}
 	w.writes = kept
 	w.sweeps = append(w.sweeps, s)
 	w.reconcile = true

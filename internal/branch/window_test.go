@@ -2,6 +2,7 @@ package branch
 
 import (
 	"fmt"
+	"hash/maphash"
 	"testing"
 	"time"
 
@@ -168,4 +169,26 @@ func TestAWindowHoldsABoundedNumberOfRenderedTrees(t *testing.T) {
 func writeOf(w *window, id manifest.ObjectID) Write {
 	wr, _ := w.write(id)
 	return wr
+}
+
+// TestAWriteIndexTellsApartTwoObjectsOfOneHash: a lookup checks the write
+// its hash finds, and an object whose hash another holds is found by its
+// whole identity.
+func TestAWriteIndexTellsApartTwoObjectsOfOneHash(t *testing.T) {
+	writes := []Write{{ID: manifest.ObjectID{Kind: "ConfigMap", Namespace: "team", Name: "a"}},
+		{ID: manifest.ObjectID{Kind: "ConfigMap", Namespace: "team", Name: "b"}}}
+	x := newWriteIndex(2)
+	x.set(writes, 0)
+	// b's hash as if it were a's: the two collide.
+	x.byHash[maphash.Comparable(writeKeySeed, keyOf(writes[1].ID))] = 0
+	_, found := x.find(writes, keyOf(writes[1].ID))
+	require.False(t, found, "a's write is not b's")
+	x.set(writes, 1)
+	i, found := x.find(writes, keyOf(writes[0].ID))
+	require.True(t, found)
+	require.Equal(t, 0, i)
+	i, found = x.find(writes, keyOf(writes[1].ID))
+	require.True(t, found)
+	require.Equal(t, 1, i)
+	require.Len(t, x.clashes, 1)
 }
