@@ -80,9 +80,10 @@ func (r *treeRing) keep(doc *document, tree *yaml.Node) {
 // parsedDesired is the desired document as a parser reads it, for the
 // in-place editor: it copies the desired text's tokens by their positions
 // and compares quoting, neither of which a rendered tree records. top is
-// returned when it is already the parse.
+// returned when it is already the parse; a rendering without its tree
+// (nil) is parsed here, the first time an edit needs it.
 func (ws *workspace) parsedDesired(w write, body []byte, top *yaml.Node) *yaml.Node {
-	if w.node == nil || top != w.node {
+	if top != nil && (w.node == nil || top != w.node) {
 		return top
 	}
 	ws.parses++

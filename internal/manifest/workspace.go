@@ -119,6 +119,12 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 		}
 		top = ws.parsedDesired(w, body, top)
 	}
+	if top == nil {
+		// A rendering the editor must read after all.
+		if top = ws.parsedDesired(w, body, nil); top == nil {
+			return unparsable(w, loc.path)
+		}
+	}
 	if file.original.released {
 		ws.needContent(loc.path) // the in-place editor reads the old text
 		return nil
@@ -213,6 +219,15 @@ func (ws *workspace) checkNewDocument(w write, body []byte, target string) (*yam
 	refuse := func(reason RefusalReason, format string, args ...any) (*yaml.Node, *document, *Refusal) {
 		return nil, nil, &Refusal{ID: w.id, Path: target, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 	}
+	if w.rendered {
+		// The operator's own rendering of the object the write names: one
+		// plaintext document of that object, as sanitize writes it. Nothing
+		// is parsed until an edit needs its tree (parsedDesired); a
+		// replay's write into an empty or matching subtree needs none.
+		id := w.id
+		id.Resource = "" // unknown from a file, as for every document
+		return w.node, &document{id: id}, nil
+	}
 	if sections := yamledit.Sections(body); len(sections) != 1 || sections[0].Marker != yamledit.NoMarker {
 		return refuse(RefusalInvalidDocument, "the YAML must be one document without '---' markers")
 	}
@@ -239,6 +254,13 @@ func (ws *workspace) checkNewDocument(w write, body []byte, target string) (*yam
 		return refuse(RefusalNotEncrypted, "a sensitive object must arrive SOPS-encrypted")
 	}
 	return top, doc, nil
+}
+
+// unparsable refuses a rendering the in-place editor needed to read and
+// could not: the operator's renderings always parse, so this is a defect
+// shown as a refusal rather than a crash.
+func unparsable(w write, p string) *Refusal {
+	return &Refusal{ID: w.id, Path: p, Reason: RefusalInvalidDocument, Detail: "the rendered YAML does not parse"}
 }
 
 // sharedStrings is parsed, the identity a document is written with, with
@@ -279,7 +301,9 @@ func (ws *workspace) place(w write) *Refusal {
 	if source == PlacementKustomization && ws.rootSetsNamespace(w) {
 		// Written the way the documents beside it are: the root's
 		// kustomization sets the namespace.
-		top = ws.parsedDesired(w, body, top)
+		if top = ws.parsedDesired(w, body, top); top == nil {
+			return unparsable(w, target)
+		}
 		edited, editedTree := ws.editedBody(body, top, body, nil, withoutNamespace(top))
 		verbatim := bytes.Equal(edited, body)
 		body, doc, tree = edited, writtenDocument(doc, !verbatim), editedTree
