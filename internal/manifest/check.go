@@ -114,10 +114,7 @@ func parseProblems(ix *Index) []Problem {
 // appears more than once.
 func duplicateIdentities(ix *Index) []Problem {
 	var problems []Problem
-	for key, locations := range ix.byID {
-		if len(locations) < 2 {
-			continue
-		}
+	ix.byID.duplicates(func(key identityKey, locations []location) {
 		id := ObjectID{Group: key.group, Kind: key.kind, Namespace: key.namespace, Name: key.name}
 		paths := make([]string, 0, len(locations))
 		for _, loc := range locations {
@@ -129,7 +126,7 @@ func duplicateIdentities(ix *Index) []Problem {
 		for _, p := range paths {
 			problems = append(problems, Problem{Path: p, Reason: ReasonDuplicateIdentity, Detail: detail})
 		}
-	}
+	})
 	return problems
 }
 

@@ -33,7 +33,7 @@ type Index struct {
 	namespaces map[string]string
 	// byID finds documents by identity; more than one location is a
 	// duplicate that Check refuses.
-	byID map[identityKey][]location
+	byID identityIndex
 	// problems holds what Check reports, by path.
 	problems map[string][]Problem
 	// parses counts the YAML documents the index decoded, for benchmarks.
@@ -88,7 +88,7 @@ func NewIndexRendered(root string, files map[string][]byte, rendered map[string]
 		root:           cleanRoot,
 		manifests:      make(map[string]*manifestFile),
 		others:         make(map[string][]byte),
-		byID:           make(map[identityKey][]location),
+		byID:           newIdentityIndex(),
 		kustomizations: make(map[string]*kustomization.File),
 		problems:       make(map[string][]Problem),
 	}
@@ -238,19 +238,18 @@ func (ix *Index) addManifest(p string, content []byte) {
 
 // register makes a parsed file's documents findable by identity.
 func (ix *Index) register(p string, file *manifestFile) {
+	ix.manifests[p] = file // first: byID reads the documents it holds
 	for i, doc := range file.docs {
 		if doc != nil && doc.tree != nil {
 			ix.trees.keep(doc, doc.tree) // a plan's edit parsed it
 		}
 		if doc != nil {
-			key := doc.id.key()
-			ix.byID[key] = append(ix.byID[key], location{path: p, section: i})
+			ix.byID.add(ix.manifests, doc.id.key(), location{path: p, section: i})
 		}
 	}
 	if releasable(file) {
 		file.release()
 	}
-	ix.manifests[p] = file
 }
 
 // sameBytes reports whether a and b are the same slice of memory, not just
@@ -283,18 +282,7 @@ func (ix *Index) remove(p string, next *manifestFile) {
 		if next == nil || !slices.Contains(next.docs, doc) {
 			doc.tree = nil // gone from the index: its slot in the ring keeps nothing
 		}
-		key := doc.id.key()
-		kept := ix.byID[key][:0]
-		for _, loc := range ix.byID[key] {
-			if loc.path != p {
-				kept = append(kept, loc)
-			}
-		}
-		if len(kept) == 0 {
-			delete(ix.byID, key)
-		} else {
-			ix.byID[key] = kept
-		}
+		ix.byID.remove(ix.manifests, doc.id.key(), p)
 	}
 	delete(ix.manifests, p)
 }
@@ -345,14 +333,14 @@ func (ix *Index) find(id ObjectID) (location, bool) {
 // identity, else, for an object in a namespace, the documents naming no
 // namespace that a kustomization builds into that one (answersTo).
 func (ix *Index) locate(id ObjectID) []location {
-	written := ix.byID[id.key()]
+	written := ix.byID.locations(ix.manifests, id.key())
 	if len(written) > 0 || id.Namespace == "" {
 		return written
 	}
 	bare := id
 	bare.Namespace = ""
 	var built []location
-	for _, loc := range ix.byID[bare.key()] {
+	for _, loc := range ix.byID.locations(ix.manifests, bare.key()) {
 		if slices.ContainsFunc(ix.objectsAt(loc), id.SameObject) {
 			built = append(built, loc)
 		}

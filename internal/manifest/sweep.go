@@ -95,11 +95,11 @@ func SweepAll(ix *Index, sweeps []ScopeSweep) []Delete {
 		}
 	}
 	var deletes []Delete
-	for key, locations := range ix.byID {
+	ix.byID.all(ix.manifests, func(key identityKey, first location) {
 		if !kinds[[2]string{key.group, key.kind}] {
-			continue
+			return
 		}
-		for _, id := range ix.objectsAt(locations[0]) {
+		for _, id := range ix.objectsAt(first) {
 			scope := SweepScope{Group: id.Group, Kind: id.Kind, Namespace: id.Namespace}
 			n, swept := times[scope]
 			if !swept {
@@ -109,7 +109,7 @@ func SweepAll(ix *Index, sweeps []ScopeSweep) []Delete {
 				deletes = append(deletes, Delete{ID: id})
 			}
 		}
-	}
+	})
 	sort.Slice(deletes, func(i, j int) bool { return deletes[i].ID.key().less(deletes[j].ID.key()) })
 	return deletes
 }
