@@ -116,11 +116,18 @@ func NewIndexRendered(root string, files map[string][]byte, rendered map[string]
 // sops key, which a parse would mark encrypted.
 func renderedFile(content []byte, id ObjectID) *manifestFile {
 	sections := yamledit.Sections(content)
-	if len(sections) != 1 || bytes.HasPrefix(content, []byte("sops:")) || bytes.Contains(content, []byte("\nsops:")) {
+	if len(sections) != 1 || topLevelSops(content) {
 		return nil
 	}
 	id.Resource = "" // unknown from a file, as objectOf leaves it
 	return &manifestFile{content: content, sections: sections, docs: []*document{{id: id, canonical: true}}}
+}
+
+// topLevelSops reports whether a rendering has a top-level sops key, which
+// a parse marks encrypted (objectOf): such a text is parsed, not taken as
+// a plain rendering.
+func topLevelSops(content []byte) bool {
+	return bytes.HasPrefix(content, []byte("sops:")) || bytes.Contains(content, []byte("\nsops:"))
 }
 
 func cleanRootPath(root string) (string, error) {

@@ -219,11 +219,13 @@ func (ws *workspace) checkNewDocument(w write, body []byte, target string) (*yam
 	refuse := func(reason RefusalReason, format string, args ...any) (*yaml.Node, *document, *Refusal) {
 		return nil, nil, &Refusal{ID: w.id, Path: target, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 	}
-	if w.rendered {
+	if w.rendered && !topLevelSops(body) {
 		// The operator's own rendering of the object the write names: one
 		// plaintext document of that object, as sanitize writes it. Nothing
 		// is parsed until an edit needs its tree (parsedDesired); a
-		// replay's write into an empty or matching subtree needs none.
+		// replay's write into an empty or matching subtree needs none. An
+		// object with a top-level sops field is read as a parse reads it
+		// (encrypted), as a load does (renderedFile).
 		id := w.id
 		id.Resource = "" // unknown from a file, as for every document
 		return w.node, &document{id: id}, nil
