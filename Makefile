@@ -58,7 +58,7 @@ test-ha: test-binaries ## Run the HA end-to-end test (three operator processes: 
 	$(GO) test ./test/ha/ -count=1 -timeout 10m -v
 
 .PHONY: bench
-bench: test-binaries bench-attribution bench-ha bench-pullrequests ## Run the benchmarks
+bench: test-binaries bench-attribution bench-ha bench-pullrequests bench-replay-memory ## Run the benchmarks
 	$(GO) test ./test/bench/ -run '^$$' -bench . -benchtime 1x -timeout 60m -v
 
 # The HA failover figures of docs/benchmarks.md: three operator processes
@@ -77,6 +77,14 @@ bench-ha: test-binaries ## Run the HA benchmarks (crash and graceful handover, p
 .PHONY: bench-pullrequests
 bench-pullrequests: test-binaries ## Run the pull-request mode benchmarks (pushes per hour, requests per update)
 	$(GO) test ./internal/branch/ -run '^$$' -bench '^BenchmarkPullRequest' -benchtime 1x -timeout 30m -v
+
+# Scenario K's working set without the API server: a 50,000-object replay
+# through one worker on the go-git forge (the largest live heap on the way,
+# the live heap after, the pack), and the core's replay state per object
+# (also part of make bench).
+.PHONY: bench-replay-memory
+bench-replay-memory: ## Run the replay memory benchmarks (peak live heap of a 50k replay, bytes per object)
+	$(GO) test ./internal/branch/ -run '^$$' -bench '^Benchmark(ReplayPeakLiveHeap|ReplayWindowsBytesPerObject)$$' -benchtime 1x -timeout 20m -v
 
 # Scenario H alone: a restart with nothing changed, without Redis and with
 # resume cursors (also part of make bench).
