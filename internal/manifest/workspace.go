@@ -119,15 +119,15 @@ func (ws *workspace) replace(loc location, w write) *Refusal {
 		}
 		top = ws.parsedDesired(w, body, top)
 	}
+	if file.original.released {
+		ws.needContent(loc.path) // the in-place editor reads the old text
+		return nil
+	}
 	if top == nil {
 		// A rendering the editor must read after all.
 		if top = ws.parsedDesired(w, body, nil); top == nil {
 			return unparsable(w, loc.path)
 		}
-	}
-	if file.original.released {
-		ws.needContent(loc.path) // the in-place editor reads the old text
-		return nil
 	}
 	old := file.body(loc.section)
 	desiredText := body
