@@ -91,11 +91,8 @@ func (c *Client) CommitChain(ctx context.Context, reqs []forges.CommitRequest) (
 		return nil, classify(op, err)
 	}
 	// On a snapshot whose blobs were released the new one keeps its trees
-	// only, as the worker holds what it wrote; so does one that starts the
-	// branch afresh, whose every blob the worker wrote (copying them all
-	// into the compacted store, to let them go at the worker's next
-	// ReleaseBlobs, was a replay's largest commit's peak).
-	c.keepSnapshot(privateRef(branch), parent, !start.IsZero() && c.keepsBlobsOf(start))
+	// only, as the worker holds what it wrote.
+	c.keepSnapshot(privateRef(branch), parent, c.keepsBlobsOf(start))
 	return results, nil
 }
 

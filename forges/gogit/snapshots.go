@@ -33,8 +33,14 @@ func (c *Client) keepSnapshot(local plumbing.ReferenceName, commit plumbing.Hash
 }
 
 // keepsBlobsOf reports whether the store keeps the blobs of commit's
-// snapshot; true for none (an orphan commit builds on nothing).
+// snapshot, so that a commit built on it keeps them too. It is false for
+// none: a commit that starts a branch afresh holds only blobs the worker
+// wrote, and copying them all into the compacted store, to let them go at
+// the worker's next ReleaseBlobs, was a replay's largest commit's peak.
 func (c *Client) keepsBlobsOf(commit plumbing.Hash) bool {
+	if commit.IsZero() {
+		return false
+	}
 	for _, snap := range c.snapshots {
 		if snap.commit == commit {
 			return snap.blobs
