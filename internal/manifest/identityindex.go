@@ -1,32 +1,29 @@
 package manifest
 
-import "hash/maphash"
+import "github.com/configbutler/gitops-reverser/internal/keyhash"
 
 // identityIndex finds documents by identity. An identity with one
-// document, nearly all of them, is kept by a seeded 64-bit hash of it,
-// and a lookup checks the document found; one with several documents (a
-// duplicate Check refuses), or whose hash another identity holds, is kept
-// by whole key. By whole key, with a list of locations each, this index
-// took about 130 bytes an object of a mirrored subtree; by hash it takes
-// about 40 (BenchmarkReplayPeakLiveHeap in internal/branch).
+// document, nearly all of them, is kept by hash (keyhash), checked against
+// the document found; one with several documents, a duplicate Check
+// refuses, by whole key with their list. By whole key, with a list of
+// locations each, this index took about 130 bytes an object of a mirrored
+// subtree; by hash it takes about 40 (BenchmarkReplayPeakLiveHeap in
+// internal/branch).
 //
 // Its methods read the documents the locations point at in files, the
 // index's manifests, which must hold every location the index keeps.
 type identityIndex struct {
-	one  map[uint64]location
+	one  keyhash.Map[identityKey, location]
 	more map[identityKey][]location
 }
 
-// identitySeed seeds the hashes of one process: an index is rebuilt, not
-// stored.
-var identitySeed = maphash.MakeSeed()
-
 func newIdentityIndex() identityIndex {
-	return identityIndex{one: map[uint64]location{}, more: map[identityKey][]location{}}
+	return identityIndex{one: keyhash.New[identityKey, location](0), more: map[identityKey][]location{}}
 }
 
-func keyAt(files map[string]*manifestFile, loc location) identityKey {
-	return files[loc.path].docs[loc.section].id.key()
+// keysIn names the identity of the document at a location in files.
+func keysIn(files map[string]*manifestFile) func(location) identityKey {
+	return func(loc location) identityKey { return files[loc.path].docs[loc.section].id.key() }
 }
 
 // locations are the documents of key.
@@ -34,7 +31,7 @@ func (x identityIndex) locations(files map[string]*manifestFile, key identityKey
 	if locs, ok := x.more[key]; ok {
 		return locs
 	}
-	if loc, ok := x.one[maphash.Comparable(identitySeed, key)]; ok && keyAt(files, loc) == key {
+	if loc, ok := x.one.Get(key, keysIn(files)); ok {
 		return []location{loc}
 	}
 	return nil
@@ -42,22 +39,17 @@ func (x identityIndex) locations(files map[string]*manifestFile, key identityKey
 
 // add records loc as a document of key; files holds the documents already
 // recorded.
-func (x identityIndex) add(files map[string]*manifestFile, key identityKey, loc location) {
+func (x *identityIndex) add(files map[string]*manifestFile, key identityKey, loc location) {
 	if locs, ok := x.more[key]; ok {
 		x.more[key] = append(locs, loc)
 		return
 	}
-	h := maphash.Comparable(identitySeed, key)
-	first, taken := x.one[h]
-	switch {
-	case !taken:
-		x.one[h] = loc
-	case keyAt(files, first) == key: // a second document of one object
-		delete(x.one, h)
+	if first, ok := x.one.Get(key, keysIn(files)); ok { // a second document of one object
+		x.one.Delete(key, keysIn(files))
 		x.more[key] = []location{first, loc}
-	default: // another identity holds the hash
-		x.more[key] = []location{loc}
+		return
 	}
+	x.one.Set(key, loc, keysIn(files))
 }
 
 // remove forgets the documents of key at path; files still holds them.
@@ -76,18 +68,16 @@ func (x identityIndex) remove(files map[string]*manifestFile, key identityKey, p
 		}
 		return
 	}
-	h := maphash.Comparable(identitySeed, key)
-	if loc, ok := x.one[h]; ok && loc.path == path && keyAt(files, loc) == key {
-		delete(x.one, h)
+	if loc, ok := x.one.Get(key, keysIn(files)); ok && loc.path == path {
+		x.one.Delete(key, keysIn(files))
 	}
 }
 
 // all calls each with every identity and its first document, in no
 // order.
 func (x identityIndex) all(files map[string]*manifestFile, each func(identityKey, location)) {
-	for _, loc := range x.one {
-		each(keyAt(files, loc), loc)
-	}
+	key := keysIn(files)
+	x.one.All(func(loc location) { each(key(loc), loc) })
 	for key, locs := range x.more {
 		if len(locs) > 0 {
 			each(key, locs[0])
