@@ -4,18 +4,61 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
 
-// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on, picked
+// below the kernel's ephemeral range. A port the kernel hands out for
+// 127.0.0.1:0 is free only until another connection on the machine takes
+// it as its local port, and the process it is meant for binds it later,
+// after a start that takes seconds on a loaded machine: an operator that
+// then cannot bind its metrics address exits. Below the range the kernel
+// never picks a port by itself, so only another FreePort can take it.
 func FreePort() (int, error) {
+	low, err := ephemeralLow()
+	if err != nil || low <= freePortFloor+1000 {
+		return kernelPort()
+	}
+	for range 100 {
+		port := freePortFloor + rand.IntN(low-freePortFloor)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return kernelPort()
+}
+
+// freePortFloor keeps FreePort above the ports services are commonly
+// configured on.
+const freePortFloor = 20000
+
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow() (int, error) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, fmt.Errorf("reading the ephemeral port range: %w", err)
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 2 {
+		return 0, fmt.Errorf("the ephemeral port range %q is not two ports", b)
+	}
+	return strconv.Atoi(fields[0])
+}
+
+// kernelPort asks the kernel for a free port, where the ephemeral range
+// leaves no room below it.
+func kernelPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free loopback port: %w", err)
