@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +35,11 @@ type replica struct {
 	logPath    string
 	metricsURL string
 	done       chan struct{}
+	// waitErr is how the process ended, set before done closes.
+	waitErr error
+	// stopped is set once the test kills or terminates the process: an
+	// exit before that is a crash the test fails on.
+	stopped atomic.Bool
 }
 
 // cluster is the operator replicas of one test, all with the same Redis key
@@ -49,7 +55,9 @@ type cluster struct {
 
 	mu       sync.Mutex
 	replicas map[string]*replica // running or stopped, by identity
-	starts   int
+	// started is every process the cluster started, in order, restarts
+	// included: each one's log is read for panics at the end.
+	started []*replica
 	// proxies stand between each identity and redis-server, kept across
 	// its restarts, so a step can cut any replica off from Redis.
 	proxies map[string]*redisProxy
@@ -62,8 +70,16 @@ type cluster struct {
 func newCluster(t testing.TB, name, prefix string, count int) *cluster {
 	t.Helper()
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	return &cluster{name: name, prefix: prefix, count: count, t: t, replicas: map[string]*replica{},
+	c := &cluster{name: name, prefix: prefix, count: count, t: t, replicas: map[string]*replica{},
 		proxies: map[string]*redisProxy{}}
+	// Registered before any replica's kill, so it runs after them all,
+	// with every log complete.
+	t.Cleanup(func() {
+		if fault := c.fault(true); fault != "" {
+			t.Error(fault)
+		}
+	})
+	return c
 }
 
 // start runs the operator as replica identity; the cluster's test kills it
@@ -75,8 +91,7 @@ func (c *cluster) start(t testing.TB, identity string) *replica {
 	require.NoError(t, err)
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", port)
 	c.mu.Lock()
-	c.starts++
-	logPath := filepath.Join(env.dir, fmt.Sprintf("%s-%s-%d.log", c.name, identity, c.starts))
+	logPath := filepath.Join(env.dir, fmt.Sprintf("%s-%s-%d.log", c.name, identity, len(c.started)+1))
 	proxy := c.proxies[identity]
 	if proxy == nil {
 		proxy = startRedisProxy(c.t, env.redis.Addr())
@@ -116,12 +131,13 @@ func (c *cluster) start(t testing.TB, identity string) *replica {
 	r := &replica{identity: identity, cmd: cmd, logPath: logPath, metricsURL: "http://" + metricsAddr + "/metrics",
 		done: make(chan struct{})}
 	go func() {
-		_ = cmd.Wait()
+		r.waitErr = cmd.Wait()
 		logFile.Close()
 		close(r.done)
 	}()
 	c.mu.Lock()
 	c.replicas[identity] = r
+	c.started = append(c.started, r)
 	c.mu.Unlock()
 	c.t.Cleanup(func() { r.kill() })
 	return r
@@ -178,6 +194,7 @@ func (r *replica) exited() bool {
 // kill ends the process at once (SIGKILL), as a crashed node would, and
 // waits for it.
 func (r *replica) kill() {
+	r.stopped.Store(true)
 	if !r.exited() {
 		_ = r.cmd.Process.Kill()
 	}
@@ -188,6 +205,7 @@ func (r *replica) kill() {
 // returns without waiting: the caller waits on done.
 func (r *replica) terminate(t testing.TB) {
 	t.Helper()
+	r.stopped.Store(true)
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM), "SIGTERM to replica %s", r.identity)
 }
 

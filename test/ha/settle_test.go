@@ -28,8 +28,13 @@ type settled map[branch.Key]string
 func waitSettled(t testing.TB, c *cluster, s *spread, members []string) settled {
 	t.Helper()
 	var holders settled
-	// EventuallyWithT reports what the last look found unsettled.
+	// EventuallyWithT reports what the last look found unsettled; a replica
+	// that crashed ends the wait at once, with its log.
+	crash := ""
 	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		if crash = c.fault(false); crash != "" {
+			return
+		}
 		h, why := checkSettled(context.Background(), c, s, members)
 		if why != "" {
 			collect.Errorf("%s", why)
@@ -37,6 +42,7 @@ func waitSettled(t testing.TB, c *cluster, s *spread, members []string) settled 
 		}
 		holders = h
 	}, patience, 200*time.Millisecond, "members %v never settled; %s", members, c.logs())
+	require.Empty(t, crash, "waiting for members %v to settle", members)
 	return holders
 }
 
