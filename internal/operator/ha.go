@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,7 +74,7 @@ func setupHA(ctx context.Context, mgr ctrl.Manager, o Options, redis *redisSetup
 	if err := jm.Register(reg); err != nil {
 		return nil, fmt.Errorf("registering journal metrics: %w", err)
 	}
-	sealer, err := journalSealer(ctx, mgr, o.OperatorNamespace)
+	sealer, err := journalSealer(ctx, mgr, o.OperatorNamespace, o.apiServerBackoff())
 	if err != nil {
 		return nil, err
 	}
@@ -113,13 +114,13 @@ func setupHA(ctx context.Context, mgr ctrl.Manager, o Options, redis *redisSetup
 }
 
 // journalSealer seals with the key every replica shares (journalKey).
-func journalSealer(ctx context.Context, mgr ctrl.Manager, namespace string) (branch.JournalSealer, error) {
+func journalSealer(ctx context.Context, mgr ctrl.Manager, namespace string, backoff wait.Backoff) (branch.JournalSealer, error) {
 	// The manager's client reads through a cache that is not started yet.
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
 		return nil, fmt.Errorf("HA journal key client: %w", err)
 	}
-	key, err := journalKey(ctx, c, namespace)
+	key, err := journalKey(ctx, c, namespace, backoff)
 	if err != nil {
 		return nil, err
 	}

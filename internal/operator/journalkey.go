@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -22,12 +23,14 @@ const (
 
 // journalKey reads the shared journal key from the operator namespace, and
 // makes it when no replica has yet. Replicas starting together race to
-// create it; the ones that lose read the winner's, so all seal alike.
-func journalKey(ctx context.Context, c client.Client, namespace string) ([]byte, error) {
+// create it; the ones that lose read the winner's, so all seal alike. An
+// API server that cannot answer yet is waited out with backoff
+// (untilAnswered), not a reason to exit.
+func journalKey(ctx context.Context, c client.Client, namespace string, backoff wait.Backoff) ([]byte, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: journalKeySecret}
 	for range 2 {
 		var s corev1.Secret
-		err := c.Get(ctx, key, &s)
+		err := untilAnswered(ctx, backoff, func() error { return c.Get(ctx, key, &s) })
 		if err == nil {
 			k := s.Data[journalKeyField]
 			if len(k) != 32 {
@@ -45,7 +48,9 @@ func journalKey(ctx context.Context, c client.Client, namespace string) ([]byte,
 		s = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: journalKeySecret,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "gitops-reverser"}},
 			Data: map[string][]byte{journalKeyField: fresh}}
-		err = c.Create(ctx, &s)
+		// A create answered 5xx may have been made: the retry then finds
+		// it there (AlreadyExists) and reads it, like another replica's.
+		err = untilAnswered(ctx, backoff, func() error { return c.Create(ctx, &s) })
 		if err == nil {
 			return fresh, nil
 		}

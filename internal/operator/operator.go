@@ -263,11 +263,7 @@ func waitUntilStartable(ctx context.Context, o Options) (ready bool, err error) 
 		return false, err
 	}
 	defer probes.stop() // the manager takes the address over
-	backoff := o.APIServerBackoff
-	if backoff.Duration <= 0 {
-		backoff = defaultAPIServerBackoff
-	}
-	if err := waitForAPIServer(ctx, o.Config, backoff, probes, ctrl.Log.WithName("startup")); err != nil {
+	if err := waitForAPIServer(ctx, o.Config, o.apiServerBackoff(), probes, ctrl.Log.WithName("startup")); err != nil {
 		return false, ifNotEnded(ctx, err)
 	}
 	probes.setWaiting("checking the operator's permissions")

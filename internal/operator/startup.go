@@ -25,6 +25,14 @@ import (
 // fleet of replicas restarted together does not knock in step.
 var defaultAPIServerBackoff = retry.Exponential(time.Second, 30*time.Second)
 
+// apiServerBackoff is Options.APIServerBackoff, or the default.
+func (o Options) apiServerBackoff() wait.Backoff {
+	if o.APIServerBackoff.Duration <= 0 {
+		return defaultAPIServerBackoff
+	}
+	return o.APIServerBackoff
+}
+
 // apiServerAttemptTimeout bounds one attempt, so an address that drops
 // packets is retried like one that refuses connections.
 const apiServerAttemptTimeout = 10 * time.Second
@@ -125,6 +133,20 @@ func startBlocker(client discovery.DiscoveryInterface, host string) (string, err
 		return "waiting for the API server at " + host + ": " + err.Error(), err
 	}
 	return "", nil
+}
+
+// untilAnswered makes call until the API server answers it, waiting out
+// with backoff what apiServerUnavailable says is no answer yet, as the
+// start does (waitForAPIServer): a 503 or a dropped connection just after
+// the API server answered discovery is no reason to exit. It returns the
+// answer (nil, or any other error), or the last error once ctx ends.
+func untilAnswered(ctx context.Context, backoff wait.Backoff, call func() error) error {
+	for {
+		err := call()
+		if !apiServerUnavailable(err) || !retry.Sleep(ctx, clock.RealClock{}, backoff.Step()) {
+			return err
+		}
+	}
 }
 
 // apiServerUnavailable: err says the API server could not be reached, or
