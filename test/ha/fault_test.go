@@ -25,11 +25,14 @@ func (c *cluster) fault(logs bool) string {
 	c.mu.Unlock()
 	var faults []string
 	for _, r := range started {
-		if r.exited() && !r.stopped.Load() {
+		if r.exited() && r.crashed {
 			faults = append(faults, fmt.Sprintf("replica %s ended on its own (%v); its log %s ends:\n%s",
 				r.identity, r.waitErr, r.logPath, harness.TailFile(r.logPath)))
 		} else if logs {
-			if line := panicIn(r.logPath); line != "" {
+			switch line, err := panicIn(r.logPath); {
+			case err != nil:
+				faults = append(faults, fmt.Sprintf("replica %s: %v", r.identity, err))
+			case line != "":
 				faults = append(faults, fmt.Sprintf("replica %s logged a panic (log %s): %s", r.identity, r.logPath, line))
 			}
 		}
@@ -48,11 +51,11 @@ var panicMarks = []string{"panic: ", "fatal error: ", "Observed a panic", "recov
 const lineStart = 2
 
 // panicIn is the first line of the log at path that shows a panic, "" when
-// none does.
-func panicIn(path string) string {
+// none does; an error when the log cannot be read through.
+func panicIn(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return "", fmt.Errorf("reading its log: %w", err)
 	}
 	defer f.Close()
 	scanner := bufio.NewScanner(f)
@@ -61,11 +64,14 @@ func panicIn(path string) string {
 		line := scanner.Text()
 		for i, mark := range panicMarks {
 			if strings.HasPrefix(line, mark) || (i >= lineStart && strings.Contains(line, mark)) {
-				return line
+				return line, nil
 			}
 		}
 	}
-	return ""
+	if err := scanner.Err(); err != nil {
+		return "", fmt.Errorf("reading its log %s: %w", path, err)
+	}
+	return "", nil
 }
 
 // TestAPanicInAReplicasLogIsFound: each way a panic shows in an operator's
@@ -76,14 +82,16 @@ func TestAPanicInAReplicasLogIsFound(t *testing.T) {
 		"a crash": {log: "{\"level\":\"info\"}\npanic: runtime error: index out of range\n\ngoroutine 7 [running]:\n",
 			want: "panic: runtime error: index out of range"},
 		"a fatal error": {log: "fatal error: concurrent map writes\n", want: "fatal error: concurrent map writes"},
-		"a reconcile recovered": {log: `{"level":"info","msg":"Observed a panic in reconciler: boom"}` + "\n",
-			want: `{"level":"info","msg":"Observed a panic in reconciler: boom"}`},
+		"a reconcile recovered": {log: `{"level":"error","logger":"runtime","msg":"Observed a panic","panic":"boom"}` + "\n",
+			want: `{"level":"error","logger":"runtime","msg":"Observed a panic","panic":"boom"}`},
 		"a handler recovered": {log: `{"level":"error","logger":"admission","msg":"recovered a panic"}` + "\n",
 			want: `{"level":"error","logger":"admission","msg":"recovered a panic"}`},
 		"none": {log: `{"level":"info","msg":"the panic button is a word in a value"}` + "\n"},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".log")
 		require.NoError(t, os.WriteFile(path, []byte(tc.log), 0o600))
-		require.Equal(t, tc.want, panicIn(path), name)
+		line, err := panicIn(path)
+		require.NoError(t, err, name)
+		require.Equal(t, tc.want, line, name)
 	}
 }

@@ -35,10 +35,11 @@ type replica struct {
 	logPath    string
 	metricsURL string
 	done       chan struct{}
-	// waitErr is how the process ended, set before done closes.
+	// waitErr is how the process ended; crashed, whether it ended before
+	// the test stopped it. Both are set before done closes.
 	waitErr error
-	// stopped is set once the test kills or terminates the process: an
-	// exit before that is a crash the test fails on.
+	crashed bool
+	// stopped is set once the test kills or terminates the process.
 	stopped atomic.Bool
 }
 
@@ -132,6 +133,7 @@ func (c *cluster) start(t testing.TB, identity string) *replica {
 		done: make(chan struct{})}
 	go func() {
 		r.waitErr = cmd.Wait()
+		r.crashed = !r.stopped.Load()
 		logFile.Close()
 		close(r.done)
 	}()
