@@ -120,7 +120,7 @@ func journalSealer(ctx context.Context, mgr ctrl.Manager, namespace string, back
 	if err != nil {
 		return nil, fmt.Errorf("HA journal key client: %w", err)
 	}
-	key, err := journalKey(ctx, c, namespace, backoff)
+	key, err := journalKey(ctx, c, namespace, backoff, ctrl.Log.WithName("startup"))
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,11 +27,12 @@ const (
 // create it; the ones that lose read the winner's, so all seal alike. An
 // API server that cannot answer yet is waited out with backoff
 // (untilAnswered), not a reason to exit.
-func journalKey(ctx context.Context, c client.Client, namespace string, backoff wait.Backoff) ([]byte, error) {
+func journalKey(ctx context.Context, c client.Client, namespace string, backoff wait.Backoff, log logr.Logger) ([]byte, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: journalKeySecret}
 	for range 2 {
 		var s corev1.Secret
-		err := untilAnswered(ctx, backoff, func() error { return c.Get(ctx, key, &s) })
+		err := untilAnswered(ctx, backoff, log, "reading the journal key Secret",
+			func(ctx context.Context) error { return c.Get(ctx, key, &s) })
 		if err == nil {
 			k := s.Data[journalKeyField]
 			if len(k) != 32 {
@@ -50,7 +52,8 @@ func journalKey(ctx context.Context, c client.Client, namespace string, backoff 
 			Data: map[string][]byte{journalKeyField: fresh}}
 		// A create answered 5xx may have been made: the retry then finds
 		// it there (AlreadyExists) and reads it, like another replica's.
-		err = untilAnswered(ctx, backoff, func() error { return c.Create(ctx, &s) })
+		err = untilAnswered(ctx, backoff, log, "creating the journal key Secret",
+			func(ctx context.Context) error { return c.Create(ctx, &s) })
 		if err == nil {
 			return fresh, nil
 		}

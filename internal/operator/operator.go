@@ -154,7 +154,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	replicas, err := setupHA(ctx, mgr, o, redis, reg)
 	if err != nil {
-		return err
+		return ifNotEnded(ctx, err) // a stop while it waited for the API server is a clean one
 	}
 	fw := newForgeWiring(fm)
 	engineOpts := engine.Options{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -136,17 +137,34 @@ func startBlocker(client discovery.DiscoveryInterface, host string) (string, err
 }
 
 // untilAnswered makes call until the API server answers it, waiting out
-// with backoff what apiServerUnavailable says is no answer yet, as the
-// start does (waitForAPIServer): a 503 or a dropped connection just after
-// the API server answered discovery is no reason to exit. It returns the
-// answer (nil, or any other error), or the last error once ctx ends.
-func untilAnswered(ctx context.Context, backoff wait.Backoff, call func() error) error {
+// with backoff what noAnswerYet says is no answer yet, as the start does
+// (waitForAPIServer): a 503 or a dropped connection just after the API
+// server answered discovery is no reason to exit. Each attempt has
+// apiServerAttemptTimeout. It returns the answer (nil, or any other
+// error), or the last error once ctx ends.
+func untilAnswered(ctx context.Context, backoff wait.Backoff, log logr.Logger, what string, call func(context.Context) error) error {
 	for {
-		err := call()
-		if !apiServerUnavailable(err) || !retry.Sleep(ctx, clock.RealClock{}, backoff.Step()) {
+		attempt, cancel := context.WithTimeout(ctx, apiServerAttemptTimeout)
+		err := call(attempt)
+		cancel()
+		if !noAnswerYet(err) {
+			return err
+		}
+		delay := backoff.Step()
+		log.Info("the API server does not answer yet; retrying", "waitingFor", what,
+			"in", delay.Round(time.Millisecond).String(), "error", err.Error())
+		if !retry.Sleep(ctx, clock.RealClock{}, delay) {
 			return err
 		}
 	}
+}
+
+// noAnswerYet: err is one apiServerUnavailable waits out, and it came from
+// the API server or the way to it (a Status, or a request that did not
+// complete), not from this side, such as a kind the scheme lacks.
+func noAnswerYet(err error) bool {
+	var incomplete *url.Error
+	return apiServerUnavailable(err) && (errors.As(err, new(apierrors.APIStatus)) || errors.As(err, &incomplete))
 }
 
 // apiServerUnavailable: err says the API server could not be reached, or
