@@ -44,12 +44,13 @@ func (x *identityIndex) add(files map[string]*manifestFile, key identityKey, loc
 		x.more[key] = append(locs, loc)
 		return
 	}
-	if first, ok := x.one.Get(key, keysIn(files)); ok { // a second document of one object
-		x.one.Delete(key, keysIn(files))
+	keyOf := keysIn(files)
+	if first, ok := x.one.Get(key, keyOf); ok { // a second document of one object
+		x.one.Delete(key, keyOf)
 		x.more[key] = []location{first, loc}
 		return
 	}
-	x.one.Set(key, loc, keysIn(files))
+	x.one.Set(key, loc, keyOf)
 }
 
 // remove forgets the documents of key at path; files still holds them.
@@ -68,8 +69,9 @@ func (x identityIndex) remove(files map[string]*manifestFile, key identityKey, p
 		}
 		return
 	}
-	if loc, ok := x.one.Get(key, keysIn(files)); ok && loc.path == path {
-		x.one.Delete(key, keysIn(files))
+	keyOf := keysIn(files)
+	if loc, ok := x.one.Get(key, keyOf); ok && loc.path == path {
+		x.one.Delete(key, keyOf)
 	}
 }
 

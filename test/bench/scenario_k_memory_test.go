@@ -90,16 +90,17 @@ func memoryAtScale(b *testing.B, label string, total int) {
 	r.info("operator CPU", u.CPUSeconds, "s")
 	r.info("operator peak RSS", u.PeakRSSMiB, "MiB")
 	mirroredPeakRSS[total] = u.PeakRSSMiB
+	wholePerObject := u.PeakRSSMiB * 1024 / n
 	if small, ok := mirroredPeakRSS[scaleSizes[0].total]; ok && total > scaleSizes[0].total {
 		// The cost of each object beyond the smallest size's: the
 		// operator's fixed memory taken out, as the figures read.
-		r.info("peak RSS per object", u.PeakRSSMiB*1024/n, "KiB")
+		r.info("peak RSS per object", wholePerObject, "KiB")
 		r.atMost("peak RSS per object above "+scaleSizes[0].name, (u.PeakRSSMiB-small)*1024/float64(total-scaleSizes[0].total),
 			"KiB", peakRSSPerObjectTargetKiB)
 	} else {
 		// Without the smallest size in this run the fixed memory is not
 		// known: the whole peak over N, a stricter reading, is held to it.
-		r.atMost("peak RSS per object", u.PeakRSSMiB*1024/n, "KiB", peakRSSPerObjectTargetKiB)
+		r.atMost("peak RSS per object", wholePerObject, "KiB", peakRSSPerObjectTargetKiB)
 	}
 	r.info("live heap per object", heap/1024/n, "KiB")
 	restartAtScale(b, e, m, label, total)
