@@ -40,15 +40,14 @@ func (c *cluster) fault(logs bool) string {
 	return strings.Join(faults, "\n")
 }
 
-// panicMarks are how a panic shows in an operator's log: the runtime's
-// crash and fatal error (a concurrent map write), controller-runtime's and
-// apimachinery's recovery, the operator's own recovery in its HTTP
-// handlers, and net/http's. The first two start a line; the rest are
-// inside a structured one.
-var panicMarks = []string{"panic: ", "fatal error: ", "Observed a panic", "recovered a panic", "http: panic serving"}
-
-// lineStart are the panicMarks that start their line.
-const lineStart = 2
+// How a panic shows in an operator's log: the runtime's crash and fatal
+// error (a concurrent map write) start a line; controller-runtime's and
+// apimachinery's recovery, the operator's own in its HTTP handlers, and
+// net/http's are inside a structured one.
+var (
+	panicLineStarts = []string{"panic: ", "fatal error: "}
+	panicInLine     = []string{"Observed a panic", "recovered a panic", "http: panic serving"}
+)
 
 // panicIn is the first line of the log at path that shows a panic, "" when
 // none does; an error when the log cannot be read through.
@@ -62,10 +61,9 @@ func panicIn(path string) (string, error) {
 	scanner.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	for scanner.Scan() {
 		line := scanner.Text()
-		for i, mark := range panicMarks {
-			if strings.HasPrefix(line, mark) || (i >= lineStart && strings.Contains(line, mark)) {
-				return line, nil
-			}
+		if slices.ContainsFunc(panicLineStarts, func(m string) bool { return strings.HasPrefix(line, m) }) ||
+			slices.ContainsFunc(panicInLine, func(m string) bool { return strings.Contains(line, m) }) {
+			return line, nil
 		}
 	}
 	if err := scanner.Err(); err != nil {
